@@ -1,0 +1,152 @@
+# tlsmeter: one Makefile for the preload, the analyzer, the tests and the demo.
+# `make help` lists targets and variables.
+
+VERSION := 0.1.0
+
+O ?= build
+PREFIX ?= /usr/local
+DESTDIR ?=
+CROSS_COMPILE ?=
+SYSROOT ?=
+SAN ?=
+DEBUG ?=
+V ?=
+
+CC := $(CROSS_COMPILE)gcc
+PKG_CONFIG ?= pkg-config
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# Cross builds read headers and libraries from a sysroot (see scripts/aarch64-sysroot).
+ifneq ($(SYSROOT),)
+export PKG_CONFIG_SYSROOT_DIR := $(SYSROOT)
+export PKG_CONFIG_LIBDIR := $(SYSROOT)/usr/lib/aarch64-linux-gnu/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+SYSROOT_FLAGS := --sysroot=$(SYSROOT) -I$(SYSROOT)/usr/include/aarch64-linux-gnu
+SYSROOT_LDFLAGS := --sysroot=$(SYSROOT) -L$(SYSROOT)/usr/lib/aarch64-linux-gnu \
+	-Wl,-rpath-link,$(SYSROOT)/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$(SYSROOT)/lib/aarch64-linux-gnu
+endif
+
+OPENSSL_CFLAGS := $(shell $(PKG_CONFIG) --cflags openssl 2>/dev/null)
+OPENSSL_LIBS := $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null || echo -lssl -lcrypto)
+JANSSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags jansson 2>/dev/null)
+JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljansson)
+UNWIND_CFLAGS := $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
+UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind 2>/dev/null || echo -lunwind)
+DW_CFLAGS := $(shell $(PKG_CONFIG) --cflags libdw 2>/dev/null)
+DW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw -lelf)
+
+# Project flags live apart from CFLAGS/LDFLAGS so a user's flags are respected.
+TLSM_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE \
+	-DTLSM_VERSION='"$(VERSION)"' $(SYSROOT_FLAGS)
+ifeq ($(DEBUG),1)
+TLSM_CFLAGS += -O0 -g3 -DTLSM_DEBUG
+else
+TLSM_CFLAGS += -O2 -g
+endif
+ifneq ($(SAN),)
+TLSM_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=all
+TLSM_LDFLAGS += -fsanitize=$(SAN)
+endif
+TLSM_LDFLAGS += $(SYSROOT_LDFLAGS)
+
+PRELOAD_SRCS := $(wildcard preload/*.c)
+PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(O)/%.o)
+ANALYZER_SRCS := $(wildcard analyzer/*.c)
+ANALYZER_OBJS := $(ANALYZER_SRCS:%.c=$(O)/%.o)
+TESTPROG_SRCS := $(wildcard tests/progs/*.c)
+TESTPROGS := $(TESTPROG_SRCS:tests/progs/%.c=$(O)/tests/%)
+
+PRELOAD := $(O)/libtlsmeter.so
+ANALYZER := $(O)/tlsmeter-analyze
+
+# What the test scripts put in LD_PRELOAD: with sanitizers the runtime must come first.
+ifneq ($(SAN),)
+SAN_RUNTIMES := $(if $(findstring address,$(SAN)),$(shell $(CC) -print-file-name=libasan.so)) \
+	$(if $(findstring undefined,$(SAN)),$(shell $(CC) -print-file-name=libubsan.so))
+endif
+TEST_PRELOAD := $(strip $(foreach r,$(SAN_RUNTIMES),$(abspath $(r)):)$(abspath $(PRELOAD)))
+
+.PHONY: all check demo bench install uninstall clean help deps fuzz format
+all: $(PRELOAD) $(ANALYZER)
+
+deps:
+	$(Q)scripts/install-deps
+
+$(O)/preload/%.o: preload/%.c $(wildcard preload/*.h)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(TLSM_CFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) $(UNWIND_CFLAGS) \
+		$(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(PRELOAD): $(PRELOAD_OBJS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) -shared -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined \
+		-ldl -lpthread $(UNWIND_LIBS)
+
+$(O)/analyzer/%.o: analyzer/%.c $(wildcard analyzer/*.h)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(TLSM_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(ANALYZER): $(ANALYZER_OBJS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) $(JANSSON_LIBS) $(DW_LIBS) -lm
+
+$(O)/tests/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(TLSM_CFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+		$(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -lpthread -ldl
+
+testprogs: $(TESTPROGS)
+
+check: deps all testprogs
+	$(Q)O=$(abspath $(O)) TLSM_PRELOAD=$(TEST_PRELOAD) TLSM_SAN=$(SAN) tests/run
+
+demo: deps all
+	$(Q)O=$(abspath $(O)) scripts/demo
+
+bench: deps all testprogs
+	$(Q)O=$(abspath $(O)) scripts/bench
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so
+	install -m 0755 $(ANALYZER) $(DESTDIR)$(PREFIX)/bin/tlsmeter-analyze
+	install -m 0755 scripts/tlsmeter $(DESTDIR)$(PREFIX)/bin/tlsmeter
+	for s in scripts/tlsmeter-*; do install -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/; done
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so $(DESTDIR)$(PREFIX)/bin/tlsmeter \
+		$(DESTDIR)$(PREFIX)/bin/tlsmeter-*
+
+format:
+	clang-format -i preload/*.[ch] analyzer/*.[ch] tests/progs/*.c
+
+clean:
+	rm -rf $(O)
+
+help:
+	@echo "tlsmeter $(VERSION)"
+	@echo "Targets:"
+	@echo "  all       build $(O)/libtlsmeter.so and $(O)/tlsmeter-analyze (default)"
+	@echo "  deps      install missing Debian packages (needs root)"
+	@echo "  check     run the test suite (closing line: N passed, N failed, N skipped)"
+	@echo "  demo      trace a loopback HTTPS download and print the report"
+	@echo "  bench     overhead and throughput benchmarks (ratios, one run)"
+	@echo "  install   install to \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
+	@echo "  format    clang-format the C sources"
+	@echo "  clean     remove $(O)"
+	@echo "Variables:"
+	@echo "  O=DIR            build directory (default build)"
+	@echo "  V=1              show commands"
+	@echo "  DEBUG=1          -O0 -g3 debug build"
+	@echo "  SAN=address,undefined   sanitizer build (tests preload the runtimes)"
+	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
+	@echo "  PREFIX=/usr/local DESTDIR=   install location"

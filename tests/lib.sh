@@ -1,0 +1,31 @@
+# tests/lib.sh: helpers every test case sources. Results go to $TLSM_RESULTS, one line each:
+# "PASS name", "FAIL name: why", "SKIP name: why". Cases must stop every process they start.
+: "${TLSM_TOP:?run cases through tests/run}"
+
+pass() { echo "PASS $*" | tee -a "$TLSM_RESULTS"; }
+fail() { echo "FAIL $*" | tee -a "$TLSM_RESULTS"; }
+skip() { echo "SKIP $*" | tee -a "$TLSM_RESULTS"; }
+
+# check NAME CMD...: pass if CMD succeeds, fail (with CMD's output) otherwise.
+check() {
+    local name=$1 out
+    shift
+    if out=$("$@" 2>&1); then
+        pass "$name"
+    else
+        fail "$name: $(echo "$out" | tail -n 5 | tr '\n' ' ')"
+    fi
+}
+
+# A fresh work directory for the calling case, removed by the case's own cleanup.
+case_dir() {
+    local d="$TLSM_WORK/$(basename "$0" .sh)"
+    rm -rf "$d" && mkdir -p "$d" && echo "$d"
+}
+
+# Under SAN builds the sanitizer runtime is preloaded too: keep its reports quiet about
+# leaks in the uninstrumented programs we trace, but fail on real errors.
+if [ -n "${TLSM_SAN:-}" ]; then
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0:exitcode=99}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=99}
+fi
