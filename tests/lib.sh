@@ -29,3 +29,6 @@ if [ -n "${TLSM_SAN:-}" ]; then
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0:exitcode=99}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=99}
 fi
+
+# Running the target's programs (natively, or under qemu for make check-aarch64).
+. "$TLSM_TOP/tests/lib-qemu.sh"

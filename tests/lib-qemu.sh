@@ -1,0 +1,78 @@
+# tests/lib-qemu.sh: run the target's programs, natively or (make check-aarch64) through
+# qemu-aarch64-static, with one set of helpers. Sourced by tests/lib.sh.
+# shellcheck shell=bash
+#
+# The environment tests/run gets from mk/aarch64.mk (unset on a native run):
+#   TLSM_ARCH=aarch64                  the architecture the build under test is for
+#   TLSM_SYSROOT=DIR                   the arm64 sysroot (scripts/aarch64-sysroot)
+#   TLSM_RUNNER="qemu-aarch64-static -L DIR"   prefix that runs one target program
+#   O, TLSM_PRELOAD                    the cross build's folder and libtlsmeter.so
+#
+# Under qemu-user the traced program's environment is the guest's, not qemu's:
+# LD_PRELOAD and LD_LIBRARY_PATH go through `qemu -E` so the host side (qemu, env,
+# timeout) never sees an arm64 library in its own LD_PRELOAD. Other variables
+# (TLSMETER_*, OPENSSL_armcap) are plain environment, which qemu hands to the guest
+# as it is: `qemu -E` would split a value at its commas.
+#
+# In a case:
+#   run_target [VAR=VAL...] PROG ARGS...    run a target program (PROG without a slash is
+#                                           looked up in the sysroot's /usr/bin under qemu)
+#   run_traced [VAR=VAL...] PROG ARGS...    the same with LD_PRELOAD=$TLSM_PRELOAD
+#   bg_target [VAR=VAL...] PROG ARGS...     run_target in the background; $! is the
+#                                           program itself (qemu), so `kill $!` stops it
+#   under_qemu                              true when target programs run through qemu
+#   target_arch                             x86_64, aarch64 ...
+# A case declares where it can run with a line `# tlsm-arch: x86_64 aarch64` (tests/run
+# skips it elsewhere, naming the reason); without such a line it runs on the host only.
+
+TLSM_ARCH=${TLSM_ARCH:-$(uname -m)}
+TLSM_RUNNER=${TLSM_RUNNER:-}
+TLSM_SYSROOT=${TLSM_SYSROOT:-}
+
+target_arch() { echo "$TLSM_ARCH"; }
+under_qemu() { [ -n "$TLSM_RUNNER" ]; }
+
+# _target_cmd [VAR=VAL...] PROG ARGS...: the command line in the array _TC.
+_target_cmd() {
+    local envs=() guest=() prog
+    while [[ $# -gt 0 && $1 == [A-Za-z_]*=* ]]; do
+        case $1 in
+        LD_PRELOAD=* | LD_LIBRARY_PATH=*) guest+=("$1") ;;
+        *) envs+=("$1") ;;
+        esac
+        shift
+    done
+    prog=$1
+    shift
+    if ! under_qemu; then
+        _TC=(env "${envs[@]}" "${guest[@]}" "$prog" "$@")
+        return 0
+    fi
+    [[ $prog == */* ]] || prog=$TLSM_SYSROOT/usr/bin/$prog
+    # The guest's library path is explicit: a host LD_LIBRARY_PATH (inherited by the
+    # guest) must not steer the arm64 loader, and qemu -L alone would also fall back
+    # to the host's /lib for a library the sysroot lacks.
+    local q=() libs="$TLSM_SYSROOT/lib/aarch64-linux-gnu:$TLSM_SYSROOT/usr/lib/aarch64-linux-gnu"
+    local v have_llp=0
+    for v in "${guest[@]}"; do
+        [[ $v == LD_LIBRARY_PATH=* ]] && have_llp=1
+        q+=(-E "$v")
+    done
+    [ "$have_llp" = 1 ] || q+=(-E "LD_LIBRARY_PATH=$libs")
+    # shellcheck disable=SC2206
+    _TC=(env -u LD_PRELOAD "${envs[@]}" $TLSM_RUNNER "${q[@]}" "$prog" "$@")
+}
+
+run_target() {
+    _target_cmd "$@"
+    "${_TC[@]}"
+}
+
+run_traced() {
+    run_target LD_PRELOAD="$TLSM_PRELOAD" "$@"
+}
+
+bg_target() {
+    _target_cmd "$@"
+    (exec "${_TC[@]}") &
+}
