@@ -25,6 +25,9 @@ endif
 ifneq ($(SYSROOT),)
 export PKG_CONFIG_SYSROOT_DIR := $(SYSROOT)
 export PKG_CONFIG_LIBDIR := $(SYSROOT)/usr/lib/aarch64-linux-gnu/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+# GNU make before 4.4 (Debian 12 has 4.3) does not export variables to $(shell): without
+# this, pkg-config below would answer with the host's flags.
+PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) PKG_CONFIG_LIBDIR=$(PKG_CONFIG_LIBDIR) $(PKG_CONFIG)
 SYSROOT_FLAGS := --sysroot=$(SYSROOT) -I$(SYSROOT)/usr/include/aarch64-linux-gnu
 SYSROOT_LDFLAGS := --sysroot=$(SYSROOT) -L$(SYSROOT)/usr/lib/aarch64-linux-gnu \
 	-Wl,-rpath-link,$(SYSROOT)/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$(SYSROOT)/lib/aarch64-linux-gnu
@@ -150,3 +153,4 @@ help:
 	@echo "  SAN=address,undefined   sanitizer build (tests preload the runtimes)"
 	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
+-include mk/aarch64.mk
