@@ -1,0 +1,208 @@
+/* conn.c: connection ids, handshake timing, read events, per-connection totals. */
+#include "conn.h"
+#include "clock.h"
+#include "config.h"
+#include "json.h"
+#include "table.h"
+#include "thread.h"
+#include "trace.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+struct tlsm_conn_state {
+    uint32_t id;
+    bool opened; /* open event written */
+    struct tlsm_obj *lib;
+    uint64_t hs_first; /* ticks at the first handshake call */
+    uint64_t hs_ticks; /* time inside handshake calls */
+    uint64_t reads, got, recs, crypto_ticks;
+};
+
+static struct tlsm_table conns;
+static _Atomic uint32_t next_conn = 1;
+static _Atomic uint64_t next_read = 1;
+
+int tlsm_conn_init(void)
+{
+    return tlsm_table_init(&conns, "connections", 16384, sizeof(struct tlsm_conn_state));
+}
+
+static int64_t ns_since_t0(uint64_t ticks)
+{
+    return (int64_t)tlsm_ticks_to_ns(ticks - tlsm_trace_t0);
+}
+
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
+    if (cs && !cs->id) {
+        cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
+        cs->lib = lib;
+    }
+    sc->prev_conn = th->conn;
+    sc->prev_cs = th->conn_state;
+    sc->cs = cs;
+    th->conn = cs ? cs->id : 0;
+    th->conn_state = cs;
+}
+
+void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+{
+    tlsm_th.conn = sc->prev_conn;
+    tlsm_th.conn_state = sc->prev_cs;
+}
+
+uint32_t tlsm_conn_current(void)
+{
+    return tlsm_th.conn;
+}
+
+static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
+{
+    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    const char *proto = "", *suite = "";
+    int server = -1;
+    tlsm_th.guard++;
+    if (a && a->SSL_get_version)
+        proto = a->SSL_get_version(ssl);
+    if (a && a->SSL_get_current_cipher && a->SSL_CIPHER_get_name)
+        suite = a->SSL_CIPHER_get_name(a->SSL_get_current_cipher(ssl));
+    if (a && a->SSL_is_server)
+        server = a->SSL_is_server(ssl);
+    tlsm_th.guard--;
+    char line[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "conn");
+    tlsm_json_int(&j, "t", ns_since_t0(now));
+    tlsm_json_int(&j, "tid", tlsm_th.tid);
+    tlsm_json_int(&j, "conn", cs->id);
+    tlsm_json_str(&j, "phase", "open");
+    tlsm_json_str(&j, "role", server == 1 ? "server" : server == 0 ? "client" : "?");
+    tlsm_json_str(&j, "proto", proto ? proto : "");
+    tlsm_json_str(&j, "suite", suite ? suite : "");
+    tlsm_json_int(&j, "hs_ns", cs->hs_first ? (int64_t)tlsm_ticks_to_ns(now - cs->hs_first) : -1);
+    tlsm_json_int(&j, "hs_call_ns", (int64_t)tlsm_ticks_to_ns(cs->hs_ticks));
+    tlsm_json_int(&j, "lib", cs->lib ? cs->lib->lib_id : 0);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+static void maybe_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
+{
+    if (cs->opened || !tlsm_trace_ready())
+        return;
+    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    if (!a || !a->SSL_is_init_finished || !a->SSL_is_init_finished(ssl))
+        return;
+    cs->opened = true;
+    write_open(cs, ssl, now);
+}
+
+void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
+                              int ret)
+{
+    struct tlsm_conn_state *cs = sc->cs;
+    if (!cs)
+        return;
+    if (!cs->hs_first)
+        cs->hs_first = t0;
+    cs->hs_ticks += t1 - t0;
+    if (ret == 1)
+        maybe_open(cs, ssl, t1);
+}
+
+void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    (void)sc;
+    (void)t0;
+    th->in_read = true;
+    th->read_id = atomic_fetch_add_explicit(&next_read, 1, memory_order_relaxed);
+    th->read_recs = 0;
+    th->read_crypto_ticks = 0;
+}
+
+void tlsm_conn_add_record(uint64_t crypto_ticks)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    if (th->in_read) {
+        th->read_recs++;
+        th->read_crypto_ticks += crypto_ticks;
+    } else if (th->conn_state) {
+        /* Records outside reads (handshake) count for the connection directly. */
+        th->conn_state->recs++;
+        th->conn_state->crypto_ticks += crypto_ticks;
+    }
+}
+
+static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *fn, int64_t want,
+                       int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    char line[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "read");
+    tlsm_json_int(&j, "t", ns_since_t0(t0));
+    tlsm_json_int(&j, "tid", th->tid);
+    tlsm_json_int(&j, "conn", cs ? cs->id : 0);
+    tlsm_json_int(&j, "id", (int64_t)th->read_id);
+    tlsm_json_str(&j, "fn", fn);
+    tlsm_json_int(&j, "want", want);
+    tlsm_json_int(&j, "got", got);
+    if (got <= 0 && cs && cs->lib && cs->lib->api.SSL_get_error) {
+        th->guard++;
+        tlsm_json_int(&j, "err", cs->lib->api.SSL_get_error(ssl, ret));
+        th->guard--;
+    }
+    tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
+    tlsm_json_int(&j, "recs", th->read_recs);
+    tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(th->read_crypto_ticks));
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                   int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_state *cs = sc->cs;
+    th->in_read = false;
+    if (cs) {
+        cs->reads++;
+        cs->got += got > 0 ? (uint64_t)got : 0;
+        cs->recs += th->read_recs;
+        cs->crypto_ticks += th->read_crypto_ticks;
+        maybe_open(cs, ssl, t1);
+    }
+    if (tlsm_cfg.reads && tlsm_trace_ready())
+        write_read(cs, ssl, fn, want, ret, got, t0, t1);
+}
+
+void tlsm_conn_free(const SSL *ssl)
+{
+    struct tlsm_conn_state *cs = ssl ? tlsm_table_get(&conns, ssl) : NULL;
+    if (!cs)
+        return;
+    if (cs->id && tlsm_trace_ready()) {
+        char line[512];
+        struct tlsm_json j;
+        tlsm_json_begin(&j, line, sizeof(line), "conn");
+        tlsm_json_int(&j, "t", ns_since_t0(tlsm_now()));
+        tlsm_json_int(&j, "tid", tlsm_th.tid);
+        tlsm_json_int(&j, "conn", cs->id);
+        tlsm_json_str(&j, "phase", "close");
+        tlsm_json_int(&j, "reads", (int64_t)cs->reads);
+        tlsm_json_int(&j, "got", (int64_t)cs->got);
+        tlsm_json_int(&j, "recs", (int64_t)cs->recs);
+        tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(cs->crypto_ticks));
+        size_t n = tlsm_json_end(&j, line);
+        if (n)
+            tlsm_trace_line(line, n);
+    }
+    tlsm_table_del(&conns, ssl);
+}

@@ -1,0 +1,16 @@
+/* hook_dl.c: dlclose may unload an object whose address range our forwarding cache
+ * remembers; a new object could later load there. Forget the cache on every dlclose. */
+#include "hook.h"
+
+#include <dlfcn.h>
+
+TLSM_EXPORT int dlclose(void *handle)
+{
+    tlsm_th.calls[TLSM_FN_dlclose]++;
+    int ret = tlsm_real_dlclose(handle);
+    int saved = errno;
+    if (ret == 0)
+        tlsm_resolve_invalidate();
+    errno = saved;
+    return ret;
+}

@@ -1,0 +1,36 @@
+/* hook_gcm.c: libcrypto's GCM internals. They tell which code path carried the bytes:
+ * with AES-NI/ARMv8 AES the stitched kernel bypasses them for all but partial blocks;
+ * table AES goes through _decrypt, vector AES through _decrypt_ctr32. */
+#include "clock.h"
+#include "hook.h"
+#include "record.h"
+
+#include <openssl/modes.h>
+
+TLSM_EXPORT int CRYPTO_gcm128_decrypt(GCM128_CONTEXT *ctx, const unsigned char *in,
+                                      unsigned char *out, size_t len)
+{
+    TLSM_HOOK_ENTER(CRYPTO_gcm128_decrypt, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
+        return TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
+    uint64_t t0 = tlsm_now();
+    int ret = TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
+    tlsm_rec_on_gcm(tlsm_now() - t0, len, 1);
+    return ret;
+}
+
+TLSM_EXPORT int CRYPTO_gcm128_decrypt_ctr32(GCM128_CONTEXT *ctx, const unsigned char *in,
+                                            unsigned char *out, size_t len, ctr128_f stream)
+{
+    TLSM_HOOK_ENTER(CRYPTO_gcm128_decrypt_ctr32, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
+        return TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
+    uint64_t t0 = tlsm_now();
+    int ret = TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
+    tlsm_rec_on_gcm(tlsm_now() - t0, len, 2);
+    return ret;
+}

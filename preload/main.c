@@ -1,0 +1,115 @@
+/* main.c: libtlsmeter.so's life: set-up in the constructor (hooks stay inert until it is
+ * done), fork handling, and the end event at exit. */
+#include "clock.h"
+#include "config.h"
+#include "conn.h"
+#include "hook.h"
+#include "json.h"
+#include "log.h"
+#include "obj.h"
+#include "record.h"
+#include "trace.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/auxv.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+_Atomic bool tlsm_active;
+
+static void atfork_prepare(void)
+{
+    tlsm_trace_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+    tlsm_trace_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+    tlsm_thread_atfork_child();
+    tlsm_trace_atfork_child();
+}
+
+__attribute__((constructor)) static void tlsm_start(void)
+{
+    tlsm_trace_init();
+    tlsm_resolve_init();
+    tlsm_config_load();
+    if (tlsm_cfg.help)
+        tlsm_config_print_help(STDERR_FILENO);
+    /* setuid/setgid/capabilities: the environment is not the user's to trust. Write nothing. */
+    if (getauxval(AT_SECURE) || tlsm_cfg.disable)
+        return;
+    if (tlsm_rec_init() || tlsm_conn_init()) {
+        tlsm_warn("cannot allocate tracking tables; tracing off");
+        return;
+    }
+    tlsm_thread_init();
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    atomic_store(&tlsm_active, true);
+}
+
+__attribute__((destructor)) static void tlsm_stop(void)
+{
+    if (!atomic_load(&tlsm_active))
+        return;
+    tlsm_th.guard++;
+    tlsm_trace_finish();
+    atomic_store(&tlsm_active, false);
+}
+
+static int64_t tv_ns(struct timeval tv)
+{
+    return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
+}
+
+static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "{"), u = (size_t)snprintf(unfired, ucap, "[");
+    for (int i = 0; i < TLSM_FN_COUNT && n < cap && u < ucap; i++) {
+        uint64_t c = tlsm_thread_calls(i);
+        n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":%llu", i ? "," : "", tlsm_hooks[i].name,
+                              (unsigned long long)c);
+        if (!c && tlsm_hooks[i].family != 'D')
+            u += (size_t)snprintf(unfired + u, ucap - u, "%s\"%s\"", u > 1 ? "," : "",
+                                  tlsm_hooks[i].name);
+    }
+    if (n < cap)
+        snprintf(buf + n, cap - n, "}");
+    if (u < ucap)
+        snprintf(unfired + u, ucap - u, "]");
+}
+
+size_t tlsm_end_line(char *buf, size_t cap)
+{
+    char hooks[2048], unfired[1024], libs[2048], over[128];
+    uint64_t events, dropped;
+    struct rusage ru;
+    struct tlsm_json j;
+    tlsm_trace_counts(&events, &dropped);
+    getrusage(RUSAGE_SELF, &ru);
+    hooks_json(hooks, sizeof(hooks), unfired, sizeof(unfired));
+    if (!tlsm_obj_end_json(libs, sizeof(libs)))
+        snprintf(libs, sizeof(libs), "[]");
+    snprintf(over, sizeof(over), "{\"clock\":%llu}", (unsigned long long)tlsm_clock_cost_ns());
+    uint64_t now = tlsm_now();
+    tlsm_json_begin(&j, buf, cap, "end");
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(now - tlsm_trace_t0));
+    tlsm_json_int(&j, "events", (int64_t)events + 1); /* + the header */
+    tlsm_json_int(&j, "dropped", (int64_t)dropped);
+    tlsm_json_int(&j, "user_ns", tv_ns(ru.ru_utime));
+    tlsm_json_int(&j, "sys_ns", tv_ns(ru.ru_stime));
+    tlsm_json_int(&j, "maxrss_kb", ru.ru_maxrss);
+    tlsm_json_raw(&j, "hooks", hooks);
+    tlsm_json_raw(&j, "unfired", unfired);
+    tlsm_json_raw(&j, "libs", libs);
+    tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
+    tlsm_json_raw(&j, "overhead_ns", over);
+    if (tlsm_trace_is_quiet())
+        tlsm_json_str(&j, "quiet", tlsm_trace_quiet_reason());
+    return tlsm_json_end(&j, buf);
+}

@@ -1,0 +1,52 @@
+/* obj.h: loaded objects tlsmeter has met, as callers of hooked functions or as the OpenSSL
+ * copies those calls land in (an "instance": gets a lib event and its helper functions). */
+#ifndef TLSM_OBJ_H
+#define TLSM_OBJ_H
+
+#include "resolve.h"
+
+#include <link.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* OpenSSL functions tlsmeter itself calls, looked up in one instance's own scope so a
+ * question about an SSL* goes to the copy that made it. Any may be NULL. */
+struct tlsm_api {
+    __typeof__(&SSL_get_version) SSL_get_version;
+    __typeof__(&SSL_get_current_cipher) SSL_get_current_cipher;
+    __typeof__(&SSL_CIPHER_get_name) SSL_CIPHER_get_name;
+    __typeof__(&SSL_is_server) SSL_is_server;
+    __typeof__(&SSL_get_error) SSL_get_error;
+    __typeof__(&SSL_is_init_finished) SSL_is_init_finished;
+    __typeof__(&EVP_CIPHER_get_nid) EVP_CIPHER_get_nid;
+    __typeof__(&EVP_CIPHER_CTX_get0_cipher) EVP_CIPHER_CTX_get0_cipher;
+    __typeof__(&OpenSSL_version) OpenSSL_version;
+    __typeof__(&OPENSSL_version_major) OPENSSL_version_major;
+};
+
+struct tlsm_obj {
+    const struct link_map *lm;
+    uintptr_t start, end;
+    char path[512];
+    const char *want[TLSM_FN_COUNT]; /* version each of its references asks for */
+    uint64_t refs;                   /* hooked names it imports through relocations */
+    bool has_ssl, has_crypto;        /* defines SSL_read / EVP_CipherUpdate */
+    _Atomic int described;
+    int lib_id; /* id of its lib event; 0 = not an OpenSSL instance (yet) */
+    int major;  /* OpenSSL major version, 0 unknown */
+    _Atomic uint64_t hooks_into;
+    struct tlsm_api api;
+    bool stale; /* dlclose() happened since: do not reuse for new callers */
+};
+
+/* The object containing addr, registered on first sight. Caller holds the resolve lock. */
+struct tlsm_obj *tlsm_obj_of(const void *addr);
+/* First time a hook forwards into o: learn what it is, write its lib event. */
+void tlsm_obj_describe(struct tlsm_obj *o);
+void tlsm_obj_mark_stale(void);
+/* For the end event: every described instance with the hooks that resolved into it. */
+size_t tlsm_obj_end_json(char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,38 @@
+/* record.h: TLS records from the EVP calls libssl makes on its decrypt contexts.
+ * Hook-agnostic: the EVP hooks report what was called; this file knows the sequences
+ * (DESIGN.md "Layers the preload sees"):
+ *   TLS 1.3: Init(nonce) ctrl(SET_TAG) Update(NULL, hdr, 5) Update(out, in, n) Final
+ *   TLS 1.2: ctrl(TLS1_AAD, 13) Update(out, in, n)        (or EVP_Cipher in 1.1-style code) */
+#ifndef TLSM_RECORD_H
+#define TLSM_RECORD_H
+
+#include "obj.h"
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_rec_state;
+
+int tlsm_rec_init(void);
+/* Tracked state of ctx, NULL for contexts that are not libssl decrypt AEAD contexts. */
+struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
+/* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. */
+void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
+                      uint64_t t_entry);
+/* EVP_CIPHER_CTX_ctrl before forwarding (TLS 1.2 AAD starts a record). */
+void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
+                      uint64_t t_entry);
+/* Update: AAD (out == NULL) or payload; after forwarding. */
+void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out, const int *outl,
+                        const unsigned char *in, int inl, int ret);
+void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret);
+/* EVP_Cipher on a TLS 1.2 AEAD context: returns length or -1. */
+void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int ret);
+void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
+/* CRYPTO_gcm128_decrypt* inside the record in flight on this thread. */
+void tlsm_rec_on_gcm(uint64_t ticks, size_t bytes, int which);
+uint64_t tlsm_rec_untracked(void);
+
+#endif

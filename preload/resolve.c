@@ -1,0 +1,155 @@
+/* resolve.c: emulate the dynamic linker for forwarding. For a call from object C to name:
+ * 1. the version C's reference asks for (its .gnu.version_r), looked up after us in the
+ *    global scope (dlvsym/dlsym RTLD_NEXT) — two versioned OpenSSL copies stay apart;
+ * 2. failing that, C's own scope (dlopen(C, RTLD_NOLOAD)): Python's _ssl loads libssl
+ *    RTLD_LOCAL, invisible to RTLD_NEXT;
+ * 3. never our own hook. Answers are cached per (function, caller object). */
+#include "resolve.h"
+#include "log.h"
+#include "obj.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT] = {
+#define X(n, fam, req) [TLSM_FN_##n] = {.name = #n, .family = #fam[0], .required = req},
+#include "hooks.def"
+#undef X
+};
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t self_start, self_end;
+static __typeof__(&dlclose) libc_dlclose;
+
+bool tlsm_is_self(const void *addr)
+{
+    return (uintptr_t)addr >= self_start && (uintptr_t)addr < self_end;
+}
+
+int tlsm_real_dlclose(void *handle)
+{
+    return libc_dlclose ? libc_dlclose(handle) : -1;
+}
+
+void tlsm_resolve_init(void)
+{
+    struct dl_find_object f;
+    if (_dl_find_object((void *)&tlsm_resolve_init, &f) == 0) {
+        self_start = (uintptr_t)f.dlfo_map_start;
+        self_end = (uintptr_t)f.dlfo_map_end;
+    }
+    libc_dlclose = (__typeof__(&dlclose))dlsym(RTLD_NEXT, "dlclose");
+}
+
+static void *usable(void *p)
+{
+    return p && !tlsm_is_self(p) ? p : NULL;
+}
+
+static void *lookup_next(const char *name, const char *ver)
+{
+    return usable(ver ? dlvsym(RTLD_NEXT, name, ver) : dlsym(RTLD_NEXT, name));
+}
+
+static void *lookup_in_scope(const struct tlsm_obj *caller, const char *name, const char *ver)
+{
+    const char *path = caller->lm->l_name[0] ? caller->lm->l_name : NULL;
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *p = usable(ver ? dlvsym(h, name, ver) : dlsym(h, name));
+    if (!p && ver) /* e.g. a reference to a version the scope defines only as default */
+        p = usable(dlsym(h, name));
+    tlsm_real_dlclose(h);
+    return p;
+}
+
+/* Last resort for callers we cannot place (JIT code, no object): any loaded definition. */
+struct any_search {
+    const char *name;
+    void *found;
+};
+
+static int any_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct any_search *s = arg;
+    void *h = info->dlpi_name[0] ? dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (!h)
+        return 0;
+    s->found = usable(dlsym(h, s->name));
+    tlsm_real_dlclose(h);
+    return s->found != NULL;
+}
+
+static void *lookup_anywhere(const char *name)
+{
+    struct any_search s = {name, NULL};
+    void *p = usable(dlsym(RTLD_DEFAULT, name));
+    if (p)
+        return p;
+    dl_iterate_phdr(any_cb, &s);
+    return s.found;
+}
+
+static void cache(enum tlsm_fn id, const struct tlsm_obj *caller, struct tlsm_fwd fwd)
+{
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    pthread_mutex_lock(&slot_lock);
+    int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
+    if (n < TLSM_FWD_SLOTS) {
+        h->slot[n].fn = fwd.fn;
+        h->slot[n].target = fwd.target;
+        atomic_store_explicit(&h->slot[n].start, caller->start, memory_order_relaxed);
+        atomic_store_explicit(&h->slot[n].end, caller->end, memory_order_relaxed);
+        atomic_store_explicit(&h->nslots, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&slot_lock);
+}
+
+struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
+{
+    const char *name = tlsm_hooks[id].name;
+    struct tlsm_obj *caller = tlsm_obj_of(ra);
+    struct tlsm_fwd fwd = {NULL, NULL};
+    if (caller) {
+        const char *ver = caller->want[id];
+        fwd.fn = lookup_next(name, ver);
+        if (!fwd.fn)
+            fwd.fn = lookup_in_scope(caller, name, ver);
+    }
+    if (!fwd.fn)
+        fwd.fn = lookup_anywhere(name);
+    if (!fwd.fn) {
+        /* Cannot happen for a real caller: the linker bound its call to us because some
+         * object defines the name. Say so once per function; the hook fails the call. */
+        static _Atomic uint64_t warned;
+        if (!(atomic_fetch_or(&warned, 1ull << id) & (1ull << id)))
+            tlsm_warn("no real %s found for a caller in %s", name, caller ? caller->path : "?");
+        return fwd;
+    }
+    fwd.target = tlsm_obj_of(fwd.fn);
+    if (fwd.target) {
+        atomic_fetch_or(&fwd.target->hooks_into, 1ull << id);
+        tlsm_obj_describe(fwd.target);
+    }
+    if (caller)
+        cache(id, caller, fwd);
+    return fwd;
+}
+
+void tlsm_resolve_invalidate(void)
+{
+    pthread_mutex_lock(&slot_lock);
+    for (int i = 0; i < TLSM_FN_COUNT; i++) {
+        struct tlsm_hook *h = &tlsm_hooks[i];
+        int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
+        for (int s = 0; s < n; s++) {
+            atomic_store_explicit(&h->slot[s].start, 0, memory_order_relaxed);
+            atomic_store_explicit(&h->slot[s].end, 0, memory_order_relaxed);
+        }
+    }
+    pthread_mutex_unlock(&slot_lock);
+    tlsm_obj_mark_stale();
+}

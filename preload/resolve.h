@@ -1,0 +1,70 @@
+/* resolve.h: find the real function a hooked call would have reached without us,
+ * the way the dynamic linker would: per caller object, honouring symbol versions. */
+#ifndef TLSM_RESOLVE_H
+#define TLSM_RESOLVE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum tlsm_fn {
+#define X(name, fam, req) TLSM_FN_##name,
+#include "hooks.def"
+#undef X
+    TLSM_FN_COUNT
+};
+
+struct tlsm_obj;
+
+/* Where one caller object's calls to one function go. */
+struct tlsm_fwd_slot {
+    _Atomic uintptr_t start, end; /* caller object's address range; 0,0 = invalidated */
+    void *fn;
+    struct tlsm_obj *target; /* object that defines fn */
+};
+
+#define TLSM_FWD_SLOTS 16
+
+struct tlsm_hook {
+    const char *name;
+    char family;
+    bool required;
+    _Atomic int nslots;
+    struct tlsm_fwd_slot slot[TLSM_FWD_SLOTS];
+};
+
+extern struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT];
+
+struct tlsm_fwd {
+    void *fn;
+    struct tlsm_obj *target;
+};
+
+struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
+
+/* Hot path: a few compares against the caller objects already seen for this function. */
+static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
+{
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        uintptr_t s = atomic_load_explicit(&h->slot[i].start, memory_order_relaxed);
+        uintptr_t e = atomic_load_explicit(&h->slot[i].end, memory_order_relaxed);
+        if ((uintptr_t)caller - s < e - s)
+            return (struct tlsm_fwd){h->slot[i].fn, h->slot[i].target};
+    }
+    return tlsm_resolve_slow(id, caller);
+}
+
+/* The real function, typed like the OpenSSL declaration: REAL(SSL_read, ra). */
+#define TLSM_REAL(name, fwd) ((__typeof__(&name))(fwd).fn)
+
+/* Objects were unloaded: forget every cached answer. */
+void tlsm_resolve_invalidate(void);
+/* libc's dlclose, for tlsmeter's own use (our exported dlclose is a hook). */
+int tlsm_real_dlclose(void *handle);
+/* Does this address lie in libtlsmeter.so itself? */
+bool tlsm_is_self(const void *addr);
+void tlsm_resolve_init(void);
+
+#endif

@@ -1,0 +1,45 @@
+/* thread.h: everything the preload keeps per thread, in one struct (initial-exec TLS,
+ * so reaching it costs one instruction on the hot path). */
+#ifndef TLSM_THREAD_H
+#define TLSM_THREAD_H
+
+#include "resolve.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_tbuf;
+struct tlsm_conn_state;
+
+struct tlsm_thread {
+    int tid;
+    bool started;  /* tid known, exit handler registered */
+    int guard;     /* > 0 while tlsmeter itself calls OpenSSL: do not trace that */
+    int ssl_depth; /* nesting of SSL_* hooks (SSL_connect -> SSL_do_handshake) */
+    int evp_depth; /* nesting of EVP hooks (EVP_CipherUpdate -> EVP_DecryptUpdate) */
+    uint32_t conn; /* connection of the innermost SSL_* hook, 0 outside */
+    struct tlsm_conn_state *conn_state;
+    /* The SSL_read* call in progress, if any. */
+    bool in_read;
+    uint64_t read_id;
+    uint32_t read_recs;
+    uint64_t read_crypto_ticks;
+    /* GCM-level accounting of the record in flight on this thread. */
+    bool rec_open;
+    uint64_t gcm_ticks;
+    uint64_t gcm_bytes;
+    uint8_t gcm_fns; /* bit 0: CRYPTO_gcm128_decrypt, bit 1: _ctr32 */
+    struct tlsm_tbuf *buf;
+    uint64_t calls[TLSM_FN_COUNT];
+};
+
+extern __thread struct tlsm_thread tlsm_th __attribute__((tls_model("initial-exec")));
+
+/* First use on a thread: learn the tid, register the flush-at-thread-exit handler. */
+void tlsm_thread_start(struct tlsm_thread *th);
+/* Sum of a hook's calls over live and exited threads. */
+uint64_t tlsm_thread_calls(int fn);
+void tlsm_thread_init(void);
+void tlsm_thread_atfork_child(void);
+
+#endif

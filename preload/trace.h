@@ -1,0 +1,43 @@
+/* trace.h: the trace file and per-thread line buffers. Never blocks the program: a line
+ * that cannot be written is dropped and counted. */
+#ifndef TLSM_TRACE_H
+#define TLSM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tlsm_tbuf;
+
+/* Largest line the preload writes (lib events with long cflags are the biggest). */
+#define TLSM_LINE_MAX 4096
+
+/* Open the trace file and write the header, once per process (and again in a forked
+ * child). Returns false when tracing is off (disabled, secure mode, open failed). */
+bool tlsm_trace_ready(void);
+/* Append one complete line for the calling thread. */
+void tlsm_trace_line(const char *line, size_t len);
+/* Flush the calling thread's buffer (thread exit, before fork/exec). */
+void tlsm_trace_flush_self(void);
+/* Exit: flush every thread's buffer and write the end event. */
+void tlsm_trace_finish(void);
+/* Go quiet after an internal failure: one warning, pass-through from now on. */
+void tlsm_trace_quiet(const char *why);
+bool tlsm_trace_is_quiet(void);
+/* Times are ns since this origin (ticks). */
+extern uint64_t tlsm_trace_t0;
+void tlsm_trace_init(void);
+void tlsm_trace_atfork_prepare(void);
+void tlsm_trace_atfork_parent(void);
+void tlsm_trace_atfork_child(void);
+/* Counts for the end event. */
+void tlsm_trace_counts(uint64_t *events, uint64_t *dropped);
+void tlsm_trace_drop(void);
+
+#endif
+
+/* Thread exit: flush and free this thread's buffer. */
+void tlsm_trace_thread_exit(void);
+const char *tlsm_trace_quiet_reason(void);
+/* Built by main.c: the end event's line (trace.c writes it last). */
+size_t tlsm_end_line(char *buf, size_t cap);
