@@ -1,0 +1,287 @@
+# tests/lib-tls.sh: real TLS peers on loopback for the core tests: a generated certificate and
+# files, `openssl s_server -WWW` on a free port (stopped by PID), clients run with and
+# without the preload. Source after tests/lib.sh; call tls_init "$d" first.
+# shellcheck shell=bash disable=SC2034  # globals here are for the cases that source this file
+
+# Python whose ssl module uses the system libssl.so.3 (the one the preload hooks). The Debian
+# interpreter comes first: a pyenv or venv python may carry its own OpenSSL build.
+tls_pick_python() {
+    local py
+    for py in /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+        [ -x "$py" ] || continue
+        if "$py" -c 'import ssl, sys
+maps = open("/proc/self/maps").read()
+sys.exit(0 if any(l.split()[-1].startswith(("/usr/lib/", "/lib/")) and "libssl.so.3" in l
+                  for l in maps.splitlines() if "/" in l) else 1)' 2>/dev/null; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+TLSM_PY=${TLSM_PY:-$(tls_pick_python || command -v python3)}
+TLSM_TOOLS=$TLSM_TOP/tests/tools
+TLSM_PROGS=$O/tests
+
+# The suites of the core matrix: "proto suite evp-cipher".
+TLS_SUITES=(
+    "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM"
+    "1.3 TLS_AES_256_GCM_SHA384 AES-256-GCM"
+    "1.3 TLS_CHACHA20_POLY1305_SHA256 ChaCha20-Poly1305"
+    "1.2 ECDHE-RSA-AES128-GCM-SHA256 AES-128-GCM"
+    "1.2 ECDHE-RSA-AES256-GCM-SHA384 AES-256-GCM"
+)
+
+TLS_PIDS=()
+TLS_RESULTS_START=$(wc -l <"$TLSM_RESULTS" 2>/dev/null || echo 0)
+
+# tls_stop_pid PID: TERM, a bounded wait, then KILL. Only PIDs this case started are passed.
+tls_stop_pid() {
+    local pid=$1
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 50); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+# On exit: stop every server and proxy we started; drop the work directory unless this case
+# failed (then its traces and logs stay for a look).
+tls_cleanup() {
+    local pid
+    for pid in "${TLS_PIDS[@]}"; do
+        tls_stop_pid "$pid"
+    done
+    TLS_PIDS=()
+    [ -n "${TLS_EXTRA_CLEANUP:-}" ] && eval "$TLS_EXTRA_CLEANUP"
+    if [ -n "${TLS_DIR:-}" ] && [ -d "$TLS_DIR" ]; then
+        if tail -n +"$((TLS_RESULTS_START + 1))" "$TLSM_RESULTS" | grep -q '^FAIL'; then
+            find "$TLS_DIR" -type f -size +1M -delete 2>/dev/null
+            echo "  (kept $TLS_DIR)"
+        else
+            rm -rf "$TLS_DIR"
+        fi
+    fi
+}
+trap tls_cleanup EXIT
+trap 'exit 143' TERM INT
+
+# tls_init DIR: the case's work directory; generates a fresh RSA-2048 certificate for
+# localhost/127.0.0.1/::1 (never checked in) and a docroot DIR/www.
+tls_init() {
+    TLS_DIR=$1
+    TLS_WWW=$TLS_DIR/www
+    TLS_CERT=$TLS_DIR/cert.pem
+    TLS_KEY=$TLS_DIR/key.pem
+    mkdir -p "$TLS_WWW"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+        -addext "subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1" \
+        -keyout "$TLS_KEY" -out "$TLS_CERT" >/dev/null 2>&1
+}
+
+# tls_need_preload: fail the case (not skip) when the library is missing: the suite exists to
+# test it.
+tls_need_preload() {
+    local f=${TLSM_PRELOAD##*:}
+    if [ ! -f "$f" ]; then
+        fail "$1: preload not built ($f); run make"
+        exit 0
+    fi
+}
+
+# tls_make_file NAME SIZE: random content in the docroot.
+tls_make_file() {
+    head -c "$2" /dev/urandom >"$TLS_WWW/$1"
+}
+
+tls_sha() {
+    sha256sum <"$1" | cut -d' ' -f1
+}
+
+tls_size() {
+    stat -c %s "$1"
+}
+
+# A free TCP port on 127.0.0.1 (the kernel picks it; the server retries on a lost race).
+tls_free_port() {
+    "$TLSM_PY" -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# tls_wait_log FILE WORD PID: bounded wait (5 s) for WORD in FILE while PID lives.
+tls_wait_log() {
+    for _ in $(seq 100); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        kill -0 "$3" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    return 1
+}
+
+# tls_server_start PROTO SUITE [s_server args...]: openssl s_server -WWW serving $TLS_WWW on
+# 127.0.0.1, constrained to PROTO (1.2, 1.3 or any) and SUITE; sets TLS_PORT and TLS_SRV_PID.
+# The server never runs under the preload.
+tls_server_start() {
+    local proto=$1 suite=$2 port pid log
+    shift 2
+    local opts=()
+    case $proto in
+    1.3) opts=(-tls1_3 -ciphersuites "$suite") ;;
+    1.2) opts=(-tls1_2 -cipher "$suite") ;;
+    esac
+    for _ in 1 2 3 4 5; do
+        port=$(tls_free_port)
+        log=$TLS_DIR/server.$port.log
+        (cd "$TLS_WWW" && exec env -u LD_PRELOAD openssl s_server -accept "127.0.0.1:$port" \
+            -cert "$TLS_CERT" -key "$TLS_KEY" -WWW "${opts[@]}" "$@" </dev/null) >"$log" 2>&1 &
+        pid=$!
+        TLS_PIDS+=("$pid")
+        if tls_wait_log "$log" ACCEPT "$pid"; then
+            TLS_PORT=$port
+            TLS_SRV_PID=$pid
+            return 0
+        fi
+        tls_stop_pid "$pid"
+    done
+    echo "tls_server_start: no server after 5 tries; last log:" >&2
+    cat "$log" >&2
+    return 1
+}
+
+# tls_server_stop: stop the last server started.
+tls_server_stop() {
+    [ -n "${TLS_SRV_PID:-}" ] && tls_stop_pid "$TLS_SRV_PID"
+    TLS_SRV_PID=
+}
+
+# tls_run OUTPREFIX TRACE CMD...: run CMD with stdout/stderr/exit code in OUTPREFIX.{out,err,rc}.
+# TRACE empty: no preload; else TRACE is the TLSMETER_OUT template. Extra environment for the
+# traced run comes from the array TLS_ENV (VAR=VALUE words); the array TLS_RUNAS (e.g. setpriv
+# ...) goes in front of env, so it never runs under the preload itself. Bounded by 120 s.
+tls_run() {
+    local p=$1 trace=$2 rc
+    shift 2
+    if [ -z "$trace" ]; then
+        timeout -k 5 120 "${TLS_RUNAS[@]}" env -u LD_PRELOAD "$@" >"$p.out" 2>"$p.err"
+    else
+        timeout -k 5 120 "${TLS_RUNAS[@]}" env LD_PRELOAD="$TLSM_PRELOAD" \
+            TLSMETER_OUT="$trace" "${TLS_ENV[@]}" "$@" >"$p.out" 2>"$p.err"
+    fi
+    rc=$?
+    echo "$rc" >"$p.rc"
+    return 0
+}
+TLS_RUNAS=()
+TLS_ENV=()
+
+# tls_client KIND PORT PATH OUTPREFIX [TRACE]: download https://127.0.0.1:PORT/PATH with one of
+# the clients (curl, py, sclient, tlsget). Leaves OUTPREFIX.body (the body), OUTPREFIX.got
+# (bytes the client read from TLS: HTTP header + body), .rc, .err.
+tls_client() {
+    local kind=$1 port=$2 path=$3 p=$4 trace=${5-} url="https://127.0.0.1:$2/$3"
+    rm -f "$p".*
+    case $kind in
+    curl)
+        tls_run "$p" "$trace" curl -sS --cacert "$TLS_CERT" -D "$p.hdr" -o "$p.body" "$url"
+        [ -f "$p.body" ] || : >"$p.body"
+        [ -f "$p.hdr" ] || : >"$p.hdr"
+        echo $(($(tls_size "$p.hdr") + $(tls_size "$p.body"))) >"$p.got"
+        ;;
+    py)
+        tls_run "$p" "$trace" "$TLSM_PY" "$TLSM_TOOLS/pyclient.py" --port "$port" \
+            --cafile "$TLS_CERT" --path "/$path" --out "$p.body"
+        sed -n 's/.*got=\([0-9]*\).*/\1/p' "$p.out" >"$p.got"
+        ;;
+    sclient)
+        # -quiet implies -ign_eof: s_client reads until the server closes. Its stdout is
+        # exactly what SSL_read returned: header + body.
+        printf 'GET /%s HTTP/1.0\r\n\r\n' "$path" >"$p.req"
+        tls_run "$p" "$trace" openssl s_client -connect "127.0.0.1:$port" -quiet \
+            -CAfile "$TLS_CERT" -verify_return_error -servername localhost <"$p.req"
+        tls_size "$p.out" >"$p.got"
+        "$TLSM_PY" -c 'import sys
+d = open(sys.argv[1], "rb").read()
+i = d.find(b"\r\n\r\n")
+open(sys.argv[2], "wb").write(d[i + 4:] if i >= 0 else b"")' "$p.out" "$p.body"
+        ;;
+    tlsget)
+        tls_run "$p" "$trace" "$TLSM_PROGS/mtclient" -p "$port" -c "$TLS_CERT" -t 1 -n 1 \
+            -o "$p.body" "/$path"
+        sed -i 's/ tid=[0-9]*//' "$p.out" # the thread id differs from run to run
+        sed -n 's/.*got=\([0-9]*\).*/\1/p' "$p.out" >"$p.got"
+        ;;
+    *)
+        echo "tls_client: unknown client $kind" >&2
+        return 1
+        ;;
+    esac
+    [ -s "$p.got" ] || echo 0 >"$p.got"
+}
+
+# tls_traces GLOB: the trace files a run left (sorted), into the array TRACES.
+tls_traces() {
+    local f
+    TRACES=()
+    for f in $1; do
+        [ -e "$f" ] || [ -L "$f" ] && TRACES+=("$f")
+    done
+}
+
+# tls_trace_check NAME TRACE ARGS...: tracecheck.py TRACE ARGS, reported as NAME.
+tls_trace_check() {
+    local name=$1
+    shift
+    tls_check "$name" "$TLSM_PY" "$TLSM_TOOLS/tracecheck.py" "$@"
+}
+
+# tls_check NAME CMD...: like check, but keeps the first lines of the failure reasons.
+tls_check() {
+    local name=$1 out
+    shift
+    if out=$("$@" 2>&1); then
+        pass "$name${TLS_PASS_NOTE:+ ($TLS_PASS_NOTE)}"
+    else
+        fail "$name: $(echo "$out" | grep -v '^ok ' | head -n 4 | tr '\n' ' ')"
+    fi
+}
+
+# tls_stderr_minus_notes FILE: stderr without tlsmeter's own lines, and without the thread id
+# OpenSSL puts in front of its error lines (s_client: "40C7...0000:error:0A000119:...").
+tls_stderr_minus_notes() {
+    grep -v '^tlsmeter:' "$1" | sed -E 's/^[0-9A-F]{8,16}:error:/error:/' || true
+}
+
+# tls_notes FILE: the number of tlsmeter lines on stderr.
+tls_notes() {
+    grep -c '^tlsmeter:' "$1"
+}
+
+# tls_same_run NAME A B: A and B (output prefixes of two runs) have the same exit code, body,
+# stdout and stderr apart from tlsmeter's lines. Prints the difference on failure.
+tls_same_run() {
+    local a=$2 b=$3
+    if [ "$(cat "$a.rc")" != "$(cat "$b.rc")" ]; then
+        echo "exit code $(cat "$a.rc") without preload, $(cat "$b.rc") with"
+        return 1
+    fi
+    if [ "$(tls_sha "$a.out")" != "$(tls_sha "$b.out")" ]; then
+        echo "stdout differs with preload ($(tls_size "$a.out") vs $(tls_size "$b.out") bytes)"
+        return 1
+    fi
+    if [ -f "$a.body" ] && [ "$(tls_sha "$a.body")" != "$(tls_sha "$b.body")" ]; then
+        echo "download differs with preload ($(tls_size "$a.body") vs $(tls_size "$b.body") bytes)"
+        return 1
+    fi
+    if [ "$(tls_stderr_minus_notes "$a.err")" != "$(tls_stderr_minus_notes "$b.err")" ]; then
+        echo "stderr differs: $(diff <(tls_stderr_minus_notes "$a.err") \
+            <(tls_stderr_minus_notes "$b.err") | head -n 4 | tr '\n' ' ')"
+        return 1
+    fi
+    return 0
+}
