@@ -46,9 +46,9 @@ run_fork() {
             "$(cd "$d" && echo *.jsonl*)"
         return
     fi
-    tls_trace_check "core-fork $name parent" "$pf" --pid "$ppid" --conns 2 --full-read \
+    tls_trace_check "core-fork $name parent" "$pf" --pid "$ppid" --conns 2 --closed --full-read \
         --got $(($(field parent got "$p.traced.out") + $(field parent2 got "$p.traced.out")))
-    tls_trace_check "core-fork $name child" "$cf" --pid "$cpid" --fork-of "$ppid" --conns 1 \
+    tls_trace_check "core-fork $name child" "$cf" --pid "$cpid" --fork-of "$ppid" --conns 1 --closed \
         --full-read --got "$(field child got "$p.traced.out")"
 }
 

@@ -38,7 +38,7 @@ check_one() {
     fi
     tls_trace_check "$name" "${TRACES[0]}" --got "$(cat "$p.traced.got")" --body "$BODY" \
         --full-read --cipher "$cipher" --tls "$proto" --proto "TLSv$proto" --suite "$suite" \
-        --conns 1
+        --conns 1 --closed
 }
 
 for s in "${TLS_SUITES[@]}"; do

@@ -79,5 +79,5 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES128-GCM-SHA2
         "$p.traced.out")
     tls_trace_check "$name" "${TRACES[0]}" --mt-report "$p.traced.out" --got "$got" --full-read \
         --cipher "$cipher" --tls "$proto" --proto "TLSv$proto" --suite "$suite" \
-        --conns $((THREADS * CONNS))
+        --conns $((THREADS * CONNS)) --closed
 done
