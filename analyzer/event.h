@@ -1,0 +1,104 @@
+/* event.h: one parsed trace line of the hot kinds (rec, read, conn), as flat typed fields.
+ * Both the fast scanner and the jansson path fill this struct through event__set_*, so the
+ * two agree on names, types and errors. */
+#ifndef TLSM_EVENT_H
+#define TLSM_EVENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ev_kind { EV_OTHER, EV_HEADER, EV_LIB, EV_CONN, EV_REC, EV_READ, EV_STACK, EV_END, EV_CALIB };
+
+enum ev_int {
+    I_T,
+    I_TID,
+    I_CONN,
+    I_LIB,
+    I_ID,
+    I_LEN,
+    I_PT,
+    I_TYPE,
+    I_CRYPTO_NS,
+    I_GCM_NS,
+    I_GCM_BYTES,
+    I_READ,
+    I_STACK,
+    I_WANT,
+    I_GOT,
+    I_ERR,
+    I_NS,
+    I_RECS,
+    I_READS,
+    I_HS_NS,
+    I_HS_CALL_NS,
+    I_N
+};
+
+enum ev_str {
+    S_EV,
+    S_CIPHER,
+    S_PATH,
+    S_GCM_FN,
+    S_FN,
+    S_TLS,
+    S_PHASE,
+    S_ROLE,
+    S_PROTO,
+    S_SUITE,
+    S_N
+};
+
+struct strv {
+    const char *p;
+    size_t n;
+};
+
+struct event {
+    enum ev_kind kind;
+    uint32_t have_i; /* bit per enum ev_int */
+    uint32_t have_s; /* bit per enum ev_str */
+    bool have_tag_ok, tag_ok;
+    int64_t i[I_N];
+    struct strv s[S_N];
+};
+
+enum field_type { FT_INT, FT_STR, FT_BOOL };
+
+struct field {
+    const char *name;
+    enum field_type type;
+    int slot;
+};
+
+/* The field named k (n bytes), or NULL for a key the hot kinds do not use. */
+const struct field *field__find(const char *k, size_t n);
+enum ev_kind ev_kind__parse(const char *p, size_t n);
+const char *ev_kind__name(enum ev_kind k);
+
+void event__reset(struct event *e);
+/* Typed setters; they fail (returning -1 and a reason in err) when the key is known and
+ * the JSON type is not the one the trace format gives it. */
+int event__set_int(struct event *e, const struct field *f, int64_t v, char *err, size_t errlen);
+int event__set_str(struct event *e, const struct field *f, const char *p, size_t n, char *err,
+                   size_t errlen);
+int event__set_bool(struct event *e, const struct field *f, bool v, char *err, size_t errlen);
+/* A known key carrying a real, null, object or array. */
+int event__bad_type(const struct field *f, const char *got, char *err, size_t errlen);
+
+static inline bool event__has(const struct event *e, enum ev_int f)
+{
+    return e->have_i & (1u << f);
+}
+
+static inline bool strv_eq(struct strv s, const char *lit)
+{
+    size_t i;
+
+    for (i = 0; i < s.n; i++)
+        if (lit[i] != s.p[i] || !lit[i])
+            return false;
+    return lit[i] == '\0';
+}
+
+#endif

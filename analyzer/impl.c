@@ -1,0 +1,233 @@
+/* impl.c: the class comes from the instance's capability bits and from which GCM entry
+ * carried the bytes; ns/byte only cross-checks, since the bands move with the CPU and mean
+ * nothing under emulation. */
+#include "impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Wide sanity bands for the cross-check only (DESIGN.md measured ~0.15 / 1.6-3.1 / 6.5 ns/B
+ * on x86_64 and 0.46 / 9.8 on the OTA SoC). The verdicts never use these numbers. */
+static const double band_lo[] = {[IMPL_HARDWARE] = 0.0, [IMPL_VECTOR] = 0.8, [IMPL_TABLE] = 2.5};
+static const double band_hi[] = {[IMPL_HARDWARE] = 1.2, [IMPL_VECTOR] = 8.0, [IMPL_TABLE] = 1e9};
+
+const char *impl__name(enum impl_class c)
+{
+    static const char *const n[] = {"unknown", "hardware", "vector", "table"};
+
+    return n[c];
+}
+
+bool impl__is_aes_gcm(const char *c)
+{
+    size_t n = strlen(c);
+
+    return !strncmp(c, "AES-", 4) && n > 8 && !strcmp(c + n - 4, "-GCM");
+}
+
+bool impl__is_chacha(const char *c)
+{
+    return !strncasecmp(c, "chacha20", 8);
+}
+
+bool trace__unfired(const struct trace *t, const char *fn)
+{
+    int i;
+
+    for (i = 0; i < t->nunfired; i++)
+        if (!strcmp(t->unfired[i], fn))
+            return true;
+    return false;
+}
+
+static bool is_arm(const struct trace *t, const struct lib *l)
+{
+    if (t->arch)
+        return !strcmp(t->arch, "aarch64");
+    return l && (l->caps_known & (1u << CAP_PMULL));
+}
+
+static bool cap(const struct lib *l, enum cap c)
+{
+    return l && (l->caps & (1u << c));
+}
+
+static bool caps_known(const struct lib *l, enum cap a, enum cap b)
+{
+    return l && (l->caps_known & (1u << a)) && (l->caps_known & (1u << b));
+}
+
+static void caps_text(const struct trace *t, const struct lib *l, char *buf, size_t n)
+{
+    static const enum cap x86[] = {CAP_AESNI, CAP_PCLMULQDQ, CAP_SSSE3, CAP_AVX2};
+    static const enum cap arm[] = {CAP_AES, CAP_PMULL, CAP_NEON};
+    const enum cap *list = is_arm(t, l) ? arm : x86;
+    size_t k, cnt = is_arm(t, l) ? 3 : 4, off = 0;
+
+    buf[0] = '\0';
+    for (k = 0; l && k < cnt && off < n; k++)
+        if (l->caps_known & (1u << list[k]))
+            off += (size_t)snprintf(buf + off, n - off, "%s%c%s", off ? " " : "",
+                                    cap(l, list[k]) ? '+' : '-', cap__name(list[k]));
+    if (!off)
+        snprintf(buf, n, "unknown");
+}
+
+/* AES + carry-less multiply: the stitched hardware GCM kernel can run. */
+static bool caps_hw(const struct trace *t, const struct lib *l)
+{
+    return is_arm(t, l) ? cap(l, CAP_AES) && cap(l, CAP_PMULL)
+                        : cap(l, CAP_AESNI) && cap(l, CAP_PCLMULQDQ);
+}
+
+static bool caps_hw_known(const struct trace *t, const struct lib *l)
+{
+    return is_arm(t, l) ? caps_known(l, CAP_AES, CAP_PMULL)
+                        : caps_known(l, CAP_AESNI, CAP_PCLMULQDQ);
+}
+
+static void vector_detail(const struct trace *t, const struct lib *l, char *buf, size_t n)
+{
+    if (is_arm(t, l))
+        snprintf(buf, n, "%s",
+                 cap(l, CAP_AES) ? "ARMv8 AES + software GHASH"
+                                 : "vector AES (vpaes/NEON) via ctr32");
+    else if (cap(l, CAP_AESNI))
+        snprintf(buf, n, "AES-NI without PCLMULQDQ (software GHASH) via ctr32");
+    else if (cap(l, CAP_PCLMULQDQ))
+        snprintf(buf, n, "vector AES (vpaes/SSSE3) + PCLMULQDQ GHASH via ctr32");
+    else
+        snprintf(buf, n, "vector AES (vpaes/SSSE3) + 4-bit GHASH via ctr32");
+}
+
+static void classify_gcm(const struct trace *t, const struct lib *l, const struct stats *s,
+                         struct impl_result *r)
+{
+    double total = (double)s->rec_ct, dec = (double)s->gcm_dec, ctr = (double)s->gcm_ctr;
+    double seen = dec + ctr + (double)s->gcm_both;
+    bool blind = trace__unfired(t, "CRYPTO_gcm128_decrypt") &&
+                 trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32");
+    char caps[96];
+
+    caps_text(t, l, caps, sizeof(caps));
+    snprintf(r->evidence, sizeof(r->evidence),
+             "%.1f %% of bytes through CRYPTO_gcm128_decrypt, %.1f %% through _ctr32; caps %s",
+             100 * dec / total, 100 * ctr / total, caps);
+    if (dec >= 0.5 * total) {
+        r->cls = IMPL_TABLE;
+        snprintf(r->detail, sizeof(r->detail), "table AES + 4-bit GHASH");
+        if (caps_hw(t, l))
+            snprintf(r->detail, sizeof(r->detail),
+                     "table AES + 4-bit GHASH although the CPU has AES: built without asm");
+    } else if (ctr >= 0.5 * total) {
+        r->cls = IMPL_VECTOR;
+        vector_detail(t, l, r->detail, sizeof(r->detail));
+    } else if (seen >= 0.5 * total) {
+        snprintf(r->detail, sizeof(r->detail), "both GCM entries carried the bytes");
+    } else if (caps_hw(t, l) || (!caps_hw_known(t, l) && seen > 0 && !blind)) {
+        r->cls = IMPL_HARDWARE;
+        snprintf(r->detail, sizeof(r->detail), "%s stitched GCM kernel",
+                 is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+    } else if (blind) {
+        snprintf(r->detail, sizeof(r->detail),
+                 "the CRYPTO_gcm128_* hooks never fired: code path not visible");
+    } else {
+        snprintf(r->detail, sizeof(r->detail), "bytes bypass CRYPTO_gcm128_* but %s",
+                 caps_hw_known(t, l) ? "the capability bits show no hardware AES"
+                                     : "the capability bits are unknown");
+    }
+}
+
+static void classify_chacha(const struct trace *t, const struct lib *l, struct impl_result *r)
+{
+    char caps[96];
+
+    caps_text(t, l, caps, sizeof(caps));
+    snprintf(r->evidence, sizeof(r->evidence), "no GCM level for ChaCha20; caps %s", caps);
+    if (cap(l, CAP_AVX512F) || cap(l, CAP_AVX2) || cap(l, CAP_SSSE3) || cap(l, CAP_NEON)) {
+        r->cls = IMPL_VECTOR;
+        snprintf(r->detail, sizeof(r->detail), "SIMD ChaCha20 (%s)",
+                 cap(l, CAP_NEON)      ? "NEON"
+                 : cap(l, CAP_AVX512F) ? "AVX-512"
+                 : cap(l, CAP_AVX2)    ? "AVX2"
+                                       : "SSSE3");
+    } else {
+        snprintf(r->detail, sizeof(r->detail), "ChaCha20 implementation not known from the caps");
+    }
+}
+
+static const struct calib *calib_for(const struct trace *t, int cipher, enum impl_class c)
+{
+    int i;
+
+    for (i = 0; i < t->ncalibs; i++)
+        if (t->calibs[i].cipher == cipher && !strcmp(t->calibs[i].impl, impl__name(c)))
+            return &t->calibs[i];
+    return NULL;
+}
+
+static void cross_check(const struct trace *t, const struct bucket *b, struct impl_result *r)
+{
+    double nspb = stats__ns_per_byte(&b->st), lo, hi;
+    const struct calib *ref = calib_for(t, b->cipher, r->cls);
+    const char *what = ref ? "this trace's calibration" : "the usual band";
+
+    if (t->emulated) {
+        snprintf(r->check, sizeof(r->check),
+                 "no ns/B cross-check: emulated CPU (qemu), "
+                 "time is meaningless there");
+        return;
+    }
+    if (r->cls == IMPL_UNKNOWN || !r->aes_gcm || b->st.rec_ct < 1024 * b->st.recs)
+        return; /* small records: fixed per-record costs dominate ns/B */
+    lo = ref ? ref->ns_per_byte / 3 : band_lo[r->cls];
+    hi = ref ? ref->ns_per_byte * 3 : band_hi[r->cls];
+    r->mismatch = nspb < lo || nspb > hi;
+    snprintf(r->check, sizeof(r->check), "%.2f ns/B %s %s for %s (%.2f-%.2f ns/B)", nspb,
+             r->mismatch ? "DISAGREES with" : "agrees with", what, impl__name(r->cls), lo,
+             hi > 1e8 ? 999.0 : hi);
+}
+
+void impl__classify(const struct model *m, const struct bucket *b, struct impl_result *r)
+{
+    const struct trace *t = &m->traces[b->trace];
+    const char *cipher = model__name(m, b->cipher);
+    const struct lib *l = trace__bucket_lib(t, b, model__name(m, b->path));
+
+    memset(r, 0, sizeof(*r));
+    r->aes_gcm = impl__is_aes_gcm(cipher);
+    if (!b->st.rec_ct)
+        snprintf(r->detail, sizeof(r->detail), "no bytes decrypted");
+    else if (r->aes_gcm)
+        classify_gcm(t, l, &b->st, r);
+    else if (impl__is_chacha(cipher))
+        classify_chacha(t, l, r);
+    else
+        snprintf(r->detail, sizeof(r->detail), "no classification for %s", cipher);
+    cross_check(t, b, r);
+}
+
+enum impl_class impl__overall(const struct model *m)
+{
+    uint64_t bytes[4] = {0}, native = 0;
+    size_t i;
+    int c, best = IMPL_UNKNOWN;
+    struct impl_result r;
+
+    for (i = 0; i < m->nbuckets; i++)
+        if (!strcmp(model__name(m, m->buckets[i].path), "native"))
+            native += m->buckets[i].st.rec_ct;
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+
+        if (native && strcmp(model__name(m, b->path), "native"))
+            continue;
+        impl__classify(m, b, &r);
+        bytes[r.cls] += b->st.rec_ct;
+    }
+    for (c = 0; c < 4; c++)
+        if (bytes[c] > bytes[best])
+            best = c;
+    return (enum impl_class)best;
+}

@@ -1,0 +1,28 @@
+/* impl.h: which implementation class decrypted a bucket of records (DESIGN.md, "Telling the
+ * implementation class apart"). */
+#ifndef TLSM_IMPL_H
+#define TLSM_IMPL_H
+
+#include "model.h"
+
+enum impl_class { IMPL_UNKNOWN, IMPL_HARDWARE, IMPL_VECTOR, IMPL_TABLE };
+
+struct impl_result {
+    enum impl_class cls;
+    char detail[96];    /* what ran, e.g. "table AES + 4-bit GHASH" */
+    char evidence[256]; /* why we say so */
+    char check[256];    /* the ns/byte cross-check, or why there is none */
+    bool mismatch;      /* ns/byte disagrees with the class */
+    bool aes_gcm;
+};
+
+const char *impl__name(enum impl_class c);
+void impl__classify(const struct model *m, const struct bucket *b, struct impl_result *out);
+/* The class that decrypted most bytes of the program's own (native) records; all records
+ * when none are native. */
+enum impl_class impl__overall(const struct model *m);
+bool impl__is_aes_gcm(const char *cipher);
+bool impl__is_chacha(const char *cipher);
+bool trace__unfired(const struct trace *t, const char *fn);
+
+#endif

@@ -1,0 +1,250 @@
+/* main.c: tlsmeter-analyze: options, reading every trace once, and the chosen output. */
+#include "reader.h"
+#include "report.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_IO = 1,
+    EXIT_USAGE = 2,
+    EXIT_NO_EVENTS = 3,
+    EXIT_BAD_INPUT = 4,
+};
+
+enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME };
+
+struct env {
+    enum output output;
+    bool compare, quiet;
+    const char *outfile;
+    char **files_a, **files_b;
+    int na, nb;
+};
+
+static const char usage_text[] =
+    "usage: tlsmeter-analyze [options] TRACE...\n"
+    "       tlsmeter-analyze --compare A B            (or: --compare A... --vs B...)\n"
+    "Reads tlsmeter traces (JSON Lines, '-' for stdin) in one pass and reports where the\n"
+    "CPU went when TLS data was decrypted. Several traces merge into one (fleet) view.\n"
+    "\n"
+    "  (default)          text report\n"
+    "  -j, --json         one JSON summary object (for scripts and CI gates)\n"
+    "  -f, --folded       folded stacks weighted by crypto ns (flamegraph.pl, speedscope)\n"
+    "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
+    "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
+    "      --vs           in --compare: the traces after it form group B\n"
+    "  -o, --output FILE  write to FILE instead of stdout\n"
+    "  -q, --quiet        no warnings about malformed lines\n"
+    "  -V, --version      print the version\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Exit status:\n"
+    "  0  report written\n"
+    "  1  a file could not be read or the output not written\n"
+    "  2  usage error\n"
+    "  3  no rec or read event in any input (the report is still written)\n"
+    "  4  an input is not a tlsmeter trace, or has a newer format version\n";
+
+static const struct option long_opts[] = {
+    {"json", no_argument, NULL, 'j'},         {"folded", no_argument, NULL, 'f'},
+    {"chrome", no_argument, NULL, 'c'},       {"compare", no_argument, NULL, 'C'},
+    {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
+    {"version", no_argument, NULL, 'V'},      {"help", no_argument, NULL, 'h'},
+    {"vs", no_argument, NULL, 'v'},           {NULL, 0, NULL, 0},
+};
+
+/* How many operands come before "--vs": getopt permutes argv, so count them first. */
+static int operands_before_vs(int argc, char **argv)
+{
+    int i, n = 0;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--vs"))
+            return n;
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output"))
+            i++;
+        else if (argv[i][0] != '-' || !strcmp(argv[i], "-"))
+            n++;
+    }
+    return -1;
+}
+
+static int parse_opt(struct env *env, int c)
+{
+    switch (c) {
+    case 'j':
+        env->output = OUT_JSON;
+        return 0;
+    case 'f':
+        env->output = OUT_FOLDED;
+        return 0;
+    case 'c':
+        env->output = OUT_CHROME;
+        return 0;
+    case 'C':
+        env->compare = true;
+        return 0;
+    case 'o':
+        env->outfile = optarg;
+        return 0;
+    case 'q':
+        env->quiet = true;
+        return 0;
+    case 'v':
+        return 0;
+    case 'V':
+        printf("tlsmeter-analyze %s (trace format 1)\n", TLSM_VERSION);
+        exit(EXIT_OK);
+    case 'h':
+        fputs(usage_text, stdout);
+        exit(EXIT_OK);
+    default:
+        return -1;
+    }
+}
+
+static int split_groups(struct env *env, int nops, char **ops, int before_vs)
+{
+    env->files_a = ops;
+    env->na = nops;
+    if (!env->compare)
+        return before_vs >= 0 ? -1 : 0;
+    if (before_vs < 0) {
+        if (nops != 2)
+            return -1;
+        before_vs = 1;
+    }
+    env->na = before_vs;
+    env->files_b = ops + before_vs;
+    env->nb = nops - before_vs;
+    if (!env->na || !env->nb)
+        return -1;
+    return env->output == OUT_TEXT || env->output == OUT_JSON ? 0 : -1;
+}
+
+static int parse_args(struct env *env, int argc, char **argv)
+{
+    int before_vs = operands_before_vs(argc, argv), c;
+
+    while ((c = getopt_long(argc, argv, "jfcCo:qVh", long_opts, NULL)) != -1)
+        if (parse_opt(env, c))
+            return -1;
+    if (optind >= argc)
+        return -1;
+    return split_groups(env, argc - optind, argv + optind, before_vs);
+}
+
+/* Reads every file of a group into m; returns an exit code. */
+static int read_group(struct model *m, char **files, int n, FILE *warn)
+{
+    int i, rc = EXIT_OK;
+
+    for (i = 0; i < n; i++) {
+        switch (reader__file(m, files[i], warn)) {
+        case RD_OK:
+            break;
+        case RD_EMPTY:
+            fprintf(stderr, "%s: no trace content (empty, or cut short before its header)\n",
+                    files[i]);
+            break;
+        case RD_IO:
+            return EXIT_IO;
+        case RD_NOT_TRACE:
+        case RD_NEWER:
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if (!m->st.recs && !m->st.reads)
+        rc = EXIT_NO_EVENTS;
+    return rc;
+}
+
+static int write_single(const struct env *env, struct model *m, FILE *out)
+{
+    struct summary s;
+
+    if (env->output == OUT_FOLDED) {
+        report_folded(out, m);
+        return 0;
+    }
+    summary__build(&s, m);
+    if (env->output == OUT_JSON)
+        return report_json(out, &s);
+    report_text(out, &s);
+    return 0;
+}
+
+static int run_compare(const struct env *env, FILE *out, FILE *warn)
+{
+    static struct model a, b;
+    static struct summary sa, sb;
+    int ra, rb, rc = 0;
+
+    model__init(&a);
+    model__init(&b);
+    ra = read_group(&a, env->files_a, env->na, warn);
+    rb = ra == EXIT_OK || ra == EXIT_NO_EVENTS ? read_group(&b, env->files_b, env->nb, warn) : ra;
+    if ((ra == EXIT_OK || ra == EXIT_NO_EVENTS) && (rb == EXIT_OK || rb == EXIT_NO_EVENTS)) {
+        summary__build(&sa, &a);
+        summary__build(&sb, &b);
+        if (env->output == OUT_JSON)
+            rc = report_compare_json(out, &sa, &sb);
+        else
+            report_compare_text(out, &sa, &sb);
+    }
+    model__free(&a);
+    model__free(&b);
+    if (ra != EXIT_OK)
+        return ra;
+    return rb != EXIT_OK ? rb : rc ? EXIT_IO : EXIT_OK;
+}
+
+static int run_single(const struct env *env, FILE *out, FILE *warn)
+{
+    static struct model m;
+    struct chrome *ch = NULL;
+    int rc, wrc = 0;
+
+    model__init(&m);
+    m.want_folds = env->output == OUT_FOLDED;
+    if (env->output == OUT_CHROME) {
+        ch = chrome__open(out);
+        m.hook = chrome__event;
+        m.hook_ctx = ch;
+    }
+    rc = read_group(&m, env->files_a, env->na, warn);
+    if (ch)
+        wrc = chrome__close(ch);
+    else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)
+        wrc = write_single(env, &m, out);
+    model__free(&m);
+    return wrc && rc == EXIT_OK ? EXIT_IO : rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct env env = {.output = OUT_TEXT};
+    FILE *out = stdout, *warn;
+    int rc;
+
+    if (parse_args(&env, argc, argv)) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    if (env.outfile && !(out = fopen(env.outfile, "w"))) {
+        perror(env.outfile);
+        return EXIT_IO;
+    }
+    warn = env.quiet ? NULL : stderr;
+    rc = env.compare ? run_compare(&env, out, warn) : run_single(&env, out, warn);
+    if (fflush(out) || ferror(out) || (out != stdout && fclose(out))) {
+        fprintf(stderr, "tlsmeter-analyze: cannot write the output\n");
+        return EXIT_IO;
+    }
+    return rc;
+}

@@ -1,0 +1,160 @@
+/* model.h: what the analyzer keeps while streaming traces: per trace (one file, one
+ * process), per OpenSSL instance, per (instance, cipher, path) bucket, per connection and
+ * per thread, plus histograms. Memory grows with those, never with the number of events. */
+#ifndef TLSM_MODEL_H
+#define TLSM_MODEL_H
+
+#include "event.h"
+#include "hist.h"
+#include "imap.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_LIBS          64
+#define MAX_CALIBS        32
+#define MAX_NAMES         256
+#define MAX_UNFIRED       32
+#define TLS_RECORD_PT_MAX 16384
+
+/* Capability bits decoded by the preload (lib.caps). */
+enum cap {
+    CAP_AESNI,
+    CAP_PCLMULQDQ,
+    CAP_SSSE3,
+    CAP_AVX,
+    CAP_AVX2,
+    CAP_AVX512F,
+    CAP_VAES,
+    CAP_VPCLMULQDQ,
+    CAP_NEON,
+    CAP_AES,
+    CAP_PMULL,
+    CAP_N
+};
+
+struct stats {
+    uint64_t reads, reads_ok, reads_fail, want_read, zero_ret, got, want, read_ns;
+    uint64_t recs, recs_app, recs_other, tag_fail, rec_len, rec_ct, rec_pt, crypto_ns;
+    uint64_t gcm_ns, gcm_dec, gcm_ctr, gcm_both; /* bytes per GCM entry */
+    uint64_t recs_in_reads;                      /* sum of read.recs */
+    uint64_t want_big;                           /* reads asking for more than a record */
+};
+
+struct lib {
+    int64_t id;
+    char *path, *version, *platform, *role, *cpuinfo;
+    uint32_t caps, caps_known; /* bit per enum cap */
+    bool has_crypto, has_ssl;
+};
+
+struct calib {
+    int cipher; /* name index */
+    char impl[16];
+    double ns_per_byte;
+    int64_t bytes, len;
+};
+
+struct trace {
+    char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
+    int64_t pid, format, start_unix_ns;
+    bool has_end, partial_last, emulated, cpu_known, hooks_known;
+    bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
+    int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
+    int64_t reroute_routed, reroute_fallback;
+    char *quiet, *reroute_reason;
+    char *unfired[MAX_UNFIRED];
+    int nunfired;
+    uint64_t lines, lines_skipped, lines_unknown, events;
+    struct lib libs[MAX_LIBS];
+    int nlibs;
+    struct calib calibs[MAX_CALIBS];
+    int ncalibs;
+    uint64_t nconns, nthreads;
+    struct stats st;
+};
+
+/* Records by (trace, instance, cipher, path): the unit the implementation class is decided
+ * for. */
+struct bucket {
+    uint32_t trace;
+    int64_t lib; /* rec.lib, 0 when the trace does not say */
+    int cipher, path;
+    struct stats st;
+};
+
+struct conn {
+    uint32_t trace;
+    int64_t id;
+    int suite, proto, role;
+    int64_t hs_ns, hs_call_ns;
+    bool opened, closed;
+    struct stats st;
+};
+
+struct thread {
+    uint32_t trace;
+    int64_t tid;
+    struct stats st;
+};
+
+/* Crypto ns per folded stack (conn/cipher/path until stacks arrive). */
+struct fold {
+    uint32_t trace;
+    int64_t conn;
+    int cipher, path;
+    uint64_t ns;
+};
+
+struct model;
+typedef void (*event_hook)(void *ctx, const struct model *m, const struct trace *t,
+                           const struct event *e);
+
+struct model {
+    struct trace *traces;
+    size_t ntraces, cap_traces;
+    struct bucket *buckets;
+    size_t nbuckets, cap_buckets;
+    struct conn *conns;
+    size_t nconns, cap_conns;
+    struct thread *threads;
+    size_t nthreads, cap_threads;
+    struct fold *folds;
+    size_t nfolds, cap_folds;
+    struct imap bucket_map, conn_map, thread_map, fold_map;
+    char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
+    int nnames;
+    struct hist read_got, read_want, rec_len, recs_per_read;
+    struct stats st;
+    bool want_folds;
+    event_hook hook; /* called for every rec/read event (chrome output) */
+    void *hook_ctx;
+};
+
+void model__init(struct model *m);
+void model__free(struct model *m);
+struct trace *model__new_trace(struct model *m, const char *file);
+int model__intern(struct model *m, const char *p, size_t n);
+const char *model__name(const struct model *m, int idx);
+
+/* Feeding: hot kinds arrive as struct event, the rest as jansson objects. Each returns 0,
+ * or -1 with a reason in err when the line is not usable. */
+int model__event(struct model *m, struct trace *t, const struct event *e, char *err, size_t errlen);
+int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__lib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+
+/* Derived figures. */
+int64_t trace__duration(const struct trace *t);
+int64_t trace__cpu_ns(const struct trace *t);
+const struct lib *trace__lib(const struct trace *t, int64_t id);
+const struct lib *trace__bucket_lib(const struct trace *t, const struct bucket *b,
+                                    const char *path_name);
+void stats__add(struct stats *dst, const struct stats *src);
+double stats__ns_per_byte(const struct stats *s);
+const char *cap__name(enum cap c);
+
+#endif

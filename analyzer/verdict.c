@@ -1,0 +1,194 @@
+/* verdict.c: one sentence per finding, each with the numbers behind it, and only when the
+ * trace holds the evidence. References (what hardware or ChaCha20 would cost) come from the
+ * trace itself: calib events or reroute records, never from constants here. */
+#include "summary.h"
+
+#include "fmt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct ref {
+    double nspb;
+    const char *src;
+};
+
+static bool row_is(const struct summary *s, const struct row *w, const char *path)
+{
+    return !strcmp(model__name(s->m, w->path), path);
+}
+
+/* Where the CPU-time denominator comes from: the process's CPU when the trace has it. */
+static double share(const struct summary *s, uint64_t ns, const char **of)
+{
+    *of = s->share_cpu >= 0 ? "of CPU" : "of wall time";
+    if (s->share_cpu >= 0)
+        return (double)ns / (double)s->cpu_ns;
+    return s->duration_ns > 0 ? (double)ns / (double)s->duration_ns : 0;
+}
+
+static bool calib_ref(const struct summary *s, int cipher, bool chacha, struct ref *r)
+{
+    const struct model *m = s->m;
+    size_t i;
+    int k;
+
+    for (i = 0; i < m->ntraces; i++)
+        for (k = 0; k < m->traces[i].ncalibs; k++) {
+            const struct calib *c = &m->traces[i].calibs[k];
+            bool ok = chacha ? impl__is_chacha(model__name(m, c->cipher))
+                             : c->cipher == cipher && !strcmp(c->impl, "hardware");
+
+            if (ok) {
+                r->nspb = c->ns_per_byte;
+                r->src = "calibration at start-up";
+                return true;
+            }
+        }
+    return false;
+}
+
+/* A measured reference: calibration first, then records of the reroute hw backend (for
+ * hardware AES) or ChaCha20 records (for the what-if). */
+static bool find_ref(const struct summary *s, int cipher, bool chacha, struct ref *r)
+{
+    int i;
+
+    if (calib_ref(s, cipher, chacha, r))
+        return true;
+    for (i = 0; i < s->nrows; i++) {
+        const struct row *w = &s->rows[i];
+        bool ok = chacha ? impl__is_chacha(model__name(s->m, w->cipher))
+                         : w->cipher == cipher && row_is(s, w, "hw");
+
+        if (ok && w->st.rec_ct) {
+            r->nspb = stats__ns_per_byte(&w->st);
+            r->src = chacha ? "ChaCha20 records in this trace" : "reroute hw records";
+            return true;
+        }
+    }
+    return false;
+}
+
+static void software_aes(struct summary *s, const struct row *w)
+{
+    const char *cipher = model__name(s->m, w->cipher), *of;
+    double nspb = stats__ns_per_byte(&w->st), sh = share(s, w->st.crypto_ns, &of);
+    struct fmtbuf a, b, c, d;
+    struct ref r;
+    struct verdict *v;
+
+    if (!find_ref(s, w->cipher, false, &r)) {
+        v = summary__verdict(
+            s, "software-aes", "problem",
+            "%s decryption runs in software (%s): %.2f ns/B, %s %s; the expected gain cannot "
+            "be computed from this trace: record again with TLSMETER_CALIBRATE=1 (measures the "
+            "hardware path once at start-up) or run `tlsmeter ab` (reroutes to hardware)",
+            cipher, w->detail, nspb, fmt_pct(&a, sh), of);
+    } else {
+        double gain = nspb / r.nspb;
+
+        v = summary__verdict(s, "software-aes", "problem",
+                             "%s decryption runs in software (%s): %.2f ns/B, %s %s; hardware "
+                             "AES on this CPU does %.2f ns/B (%s); expected gain ~%s, crypto "
+                             "%s -> %s",
+                             cipher, w->detail, nspb, fmt_pct(&a, sh), of, r.nspb, r.src,
+                             fmt_ratio(&b, gain), fmt_ns(&c, (double)w->st.crypto_ns),
+                             fmt_ns(&d, (double)w->st.crypto_ns / gain));
+        verdict__evidence(v, "hw_ns_per_byte", r.nspb);
+        verdict__evidence(v, "expected_gain", gain);
+    }
+    if (s->emulated)
+        snprintf(v->text + strlen(v->text), sizeof(v->text) - strlen(v->text),
+                 " (ns/B measured under emulation: not the target CPU's)");
+    verdict__evidence(v, "ns_per_byte", nspb);
+    verdict__evidence(v, "crypto_ns", (double)w->st.crypto_ns);
+    verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
+}
+
+static void chacha_what_if(struct summary *s, const struct row *w)
+{
+    double nspb = stats__ns_per_byte(&w->st);
+    struct fmtbuf a, b, c;
+    struct ref r;
+    struct verdict *v;
+
+    if (!find_ref(s, -1, true, &r)) {
+        summary__verdict(s, "chacha-what-if", "info",
+                         "ChaCha20-Poly1305 (the fast cipher without AES instructions; TLS 1.3 "
+                         "suite TLS_CHACHA20_POLY1305_SHA256) is not measured in this trace: "
+                         "record with TLSMETER_CALIBRATE=1 to see what it would cost here");
+        return;
+    }
+    v = summary__verdict(s, "chacha-what-if", "info",
+                         "ChaCha20-Poly1305 would cost %.2f ns/B here (%s): %s less than this "
+                         "software AES, crypto %s -> %s, by negotiating "
+                         "TLS_CHACHA20_POLY1305_SHA256 (no library rebuild)",
+                         r.nspb, r.src, fmt_ratio(&a, nspb / r.nspb),
+                         fmt_ns(&b, (double)w->st.crypto_ns),
+                         fmt_ns(&c, (double)w->st.crypto_ns * r.nspb / nspb));
+    verdict__evidence(v, "chacha_ns_per_byte", r.nspb);
+    verdict__evidence(v, "gain", nspb / r.nspb);
+}
+
+static void hardware_aes(struct summary *s, const struct row *w)
+{
+    const char *of;
+    double sh = share(s, w->st.crypto_ns, &of);
+    struct fmtbuf a;
+    struct verdict *v;
+
+    v = summary__verdict(
+        s, "hardware-aes", "info", "%s decryption uses hardware AES (%s): %.2f ns/B, %s %s%s",
+        model__name(s->m, w->cipher), w->detail, stats__ns_per_byte(&w->st), fmt_pct(&a, sh), of,
+        sh < 0.05 ? ": crypto is not the bottleneck; look at reads and records" : "");
+    verdict__evidence(v, "ns_per_byte", stats__ns_per_byte(&w->st));
+    verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
+}
+
+/* Records decrypted by the reroute backend: the A/B measurement itself. */
+static void reroute(struct summary *s, const struct row *w)
+{
+    struct fmtbuf a;
+    struct verdict *v;
+
+    v = summary__verdict(s, "reroute", "info",
+                         "%llu %s records were decrypted by the reroute backend (path %s, %s): "
+                         "%.2f ns/B, crypto %s; compare with a native run of the same download "
+                         "(--compare NATIVE.jsonl THIS.jsonl) for the gain",
+                         (unsigned long long)w->st.recs, model__name(s->m, w->cipher),
+                         model__name(s->m, w->path), impl__name(w->cls), stats__ns_per_byte(&w->st),
+                         fmt_ns(&a, (double)w->st.crypto_ns));
+    verdict__evidence(v, "records", (double)w->st.recs);
+    verdict__evidence(v, "ns_per_byte", stats__ns_per_byte(&w->st));
+}
+
+static void crypto_verdicts(struct summary *s)
+{
+    bool soft = false;
+    int i;
+
+    for (i = 0; i < s->nrows; i++) {
+        const struct row *w = &s->rows[i];
+
+        if (row_is(s, w, "hw") || row_is(s, w, "soft"))
+            reroute(s, w);
+        if (!row_is(s, w, "native") || !impl__is_aes_gcm(model__name(s->m, w->cipher)))
+            continue;
+        if (w->cls == IMPL_TABLE || w->cls == IMPL_VECTOR) {
+            software_aes(s, w);
+            if (!soft)
+                chacha_what_if(s, w);
+            soft = true;
+        } else if (w->cls == IMPL_HARDWARE) {
+            hardware_aes(s, w);
+        }
+    }
+}
+
+void verdicts__build(struct summary *s)
+{
+    crypto_verdicts(s);
+    verdicts_io(s);
+    verdicts_blind(s);
+}

@@ -1,0 +1,115 @@
+/* verdict_blind.c: what the trace could not see, so nobody trusts a number it does not
+ * support: cut-short traces, drops, hooks that never fired, emulation, disagreements. */
+#include "summary.h"
+
+#include "fmt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void truncated(struct summary *s, const struct trace *t)
+{
+    if (t->has_end && !t->partial_last)
+        return;
+    summary__verdict(s, "truncated", "blind",
+                     "%s %s%s: CPU time, dropped events and unfired hooks are unknown for it",
+                     t->file,
+                     t->has_end ? "ends"
+                                : "ends without its end line (process killed "
+                                  "or still running)",
+                     t->partial_last ? "; its last line is incomplete" : "");
+}
+
+/* Unfired hooks are normal (a program calls SSL_read_ex, never SSL_peek); they are a blind
+ * spot only when they hide where AES-GCM bytes went. */
+static void unfired(struct summary *s, const struct trace *t)
+{
+    if (!trace__unfired(t, "CRYPTO_gcm128_decrypt") ||
+        !trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32") || !t->st.rec_ct ||
+        t->st.gcm_dec + t->st.gcm_ctr + t->st.gcm_both)
+        return;
+    summary__verdict(s, "gcm-invisible", "blind",
+                     "%s: the CRYPTO_gcm128_* hooks never fired, so which AES-GCM code path ran "
+                     "is not visible (symbols hidden or not called through the PLT); the class "
+                     "rests on the capability bits alone",
+                     t->file);
+}
+
+static void per_trace(struct summary *s, const struct trace *t)
+{
+    struct verdict *v;
+
+    truncated(s, t);
+    if (t->dropped > 0) {
+        v = summary__verdict(s, "dropped", "blind",
+                             "%s: %lld events were dropped (full trace buffers): totals "
+                             "undercount",
+                             t->file, (long long)t->dropped);
+        verdict__evidence(v, "dropped", (double)t->dropped);
+    }
+    if (t->quiet)
+        summary__verdict(s, "quiet", "blind",
+                         "%s: tlsmeter went quiet (%s): events after that point are missing",
+                         t->file, t->quiet);
+    unfired(s, t);
+    if (t->emulated)
+        summary__verdict(s, "emulated", "blind",
+                         "%s ran under emulation (%s on %s): times and ns/B are not the target "
+                         "CPU's; the class comes from capability bits and GCM entries only",
+                         t->file, t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
+    if (t->reroute_fallback > 0)
+        summary__verdict(s, "reroute-fallback", "blind",
+                         "%s: %lld records fell back to the native path (%s)", t->file,
+                         (long long)t->reroute_fallback,
+                         t->reroute_reason ? t->reroute_reason : "reason not given");
+}
+
+static void mismatches(struct summary *s)
+{
+    const struct model *m = s->m;
+    struct impl_result r;
+    size_t i;
+
+    for (i = 0; i < m->nbuckets; i++) {
+        impl__classify(m, &m->buckets[i], &r);
+        if (r.mismatch)
+            summary__verdict(s, "class-mismatch", "blind",
+                             "%s %s: the class from capability bits and GCM entries is %s (%s), "
+                             "but %s",
+                             m->traces[m->buckets[i].trace].file,
+                             model__name(m, m->buckets[i].cipher), impl__name(r.cls), r.detail,
+                             r.check);
+    }
+}
+
+static void invisible_crypto(struct summary *s)
+{
+    const struct stats *st = &s->m->st;
+    struct fmtbuf a;
+
+    if (st->got && !st->recs)
+        summary__verdict(s, "no-records", "blind",
+                         "reads returned %s but no record decryption was seen: kTLS, a "
+                         "statically linked or -Bsymbolic OpenSSL, or hidden symbols; the "
+                         "crypto cost is invisible here (hooks that never fired are listed "
+                         "under input)",
+                         fmt_bytes(&a, st->got));
+    if (st->tag_fail)
+        summary__verdict(s, "tag-failures", "blind",
+                         "%llu record%s failed authentication (bad record MAC)",
+                         (unsigned long long)st->tag_fail, st->tag_fail == 1 ? "" : "s");
+    if (s->lines_skipped)
+        summary__verdict(
+            s, "malformed", "blind", "%llu malformed line%s skipped (see the warnings)",
+            (unsigned long long)s->lines_skipped, s->lines_skipped == 1 ? " was" : "s were");
+}
+
+void verdicts_blind(struct summary *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->m->ntraces; i++)
+        per_trace(s, &s->m->traces[i]);
+    mismatches(s);
+    invisible_crypto(s);
+}
