@@ -159,15 +159,29 @@ static int read_group(struct model *m, char **files, int n, FILE *warn)
             return EXIT_BAD_INPUT;
         }
     }
-    if (!m->st.recs && !m->st.reads)
+    if (!m->st.recs && !m->st.reads) {
+        fprintf(stderr, "tlsmeter-analyze: no rec or read event in the input\n");
         rc = EXIT_NO_EVENTS;
+    }
     return rc;
+}
+
+static bool any_header(const struct model *m)
+{
+    size_t i;
+
+    for (i = 0; i < m->ntraces; i++)
+        if (m->traces[i].format)
+            return true;
+    return false;
 }
 
 static int write_single(const struct env *env, struct model *m, FILE *out)
 {
     struct summary s;
 
+    if (!any_header(m))
+        return 0; /* nothing but empty files: the exit status says it */
     if (env->output == OUT_FOLDED) {
         report_folded(out, m);
         return 0;

@@ -87,6 +87,11 @@ static void invisible_crypto(struct summary *s)
     const struct stats *st = &s->m->st;
     struct fmtbuf a;
 
+    if (!st->reads && !st->recs)
+        summary__verdict(s, "no-events", "blind",
+                         "no SSL read and no record decryption in this trace: the program made no "
+                         "TLS reads through a hooked OpenSSL (hooks that never fired are listed "
+                         "under input)");
     if (st->got && !st->recs)
         summary__verdict(s, "no-records", "blind",
                          "reads returned %s but no record decryption was seen: kTLS, a "
