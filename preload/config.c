@@ -49,6 +49,10 @@ static const struct opt opts[] = {
      &tlsm_cfg.calibrate},
     {"TLSMETER_STACKS", OPT_UINT, "0", "N: sample a call stack every N events per call site",
      &tlsm_cfg.stacks},
+    {"TLSMETER_TEST_CORRUPT", OPT_BOOL, "0",
+     "tests only: damage the backend's output of verified records (the native result is "
+     "delivered), to prove TLSMETER_VERIFY catches a wrong backend",
+     &tlsm_cfg.test_corrupt},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };

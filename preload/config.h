@@ -20,6 +20,7 @@ struct tlsm_config {
     unsigned stacks; /* one stack every N events per call site; 0 = off */
     const char *backend_lib;
     const char *backend_propq;
+    bool test_corrupt; /* tests only: damage verified backend output */
 };
 
 extern struct tlsm_config tlsm_cfg;

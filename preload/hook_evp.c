@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "hook.h"
 #include "record.h"
+#include "reroute.h"
 
 #include <openssl/evp.h>
 
@@ -26,6 +27,10 @@ static bool untraced_evp(void)
         tlsm_th.evp_depth++;                                                                       \
         int ret = TLSM_REAL(name, f) args;                                                         \
         tlsm_th.evp_depth--;                                                                       \
+        int saved = errno;                                                                         \
+        tlsm_rec_after_init(ctx, cipher, key, iv, enc, __builtin_return_address(0), f.target,      \
+                            ret);                                                                  \
+        errno = saved;                                                                             \
         return ret;                                                                                \
     }
 
@@ -59,6 +64,9 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     tlsm_th.evp_depth++;
     int ret = TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     tlsm_th.evp_depth--;
+    int saved = errno;
+    tlsm_rec_after_ctrl(st, type, arg, ptr, ret);
+    errno = saved;
     return ret;
 }
 
@@ -73,7 +81,9 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         if (!st)                                                                                   \
             return TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                    \
         tlsm_th.evp_depth++;                                                                       \
-        int ret = TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                     \
+        int ret = st->in_rec && st->routed                                                         \
+                      ? tlsm_reroute_update(st, (tlsm_update_fn)f.fn, ctx, out, outl, in, inl)     \
+                      : TLSM_REAL(name, f)(ctx, out, outl, in, inl);                               \
         tlsm_th.evp_depth--;                                                                       \
         int saved = errno;                                                                         \
         tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
@@ -94,7 +104,9 @@ UPDATE_HOOK(EVP_DecryptUpdate)
         if (!st)                                                                                   \
             return TLSM_REAL(name, f)(ctx, outm, outl);                                            \
         tlsm_th.evp_depth++;                                                                       \
-        int ret = TLSM_REAL(name, f)(ctx, outm, outl);                                             \
+        int ret = st->in_rec && st->routed                                                         \
+                      ? tlsm_reroute_final(st, (tlsm_final_fn)f.fn, ctx, outm, outl)               \
+                      : TLSM_REAL(name, f)(ctx, outm, outl);                                       \
         tlsm_th.evp_depth--;                                                                       \
         int saved = errno;                                                                         \
         tlsm_rec_on_final(st, ret);                                                                \
@@ -115,7 +127,9 @@ TLSM_EXPORT int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsign
     if (!st)
         return TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
     tlsm_th.evp_depth++;
-    int ret = TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
+    int ret = st->in_rec && st->routed
+                  ? tlsm_reroute_cipher(st, (tlsm_cipher_fn)f.fn, ctx, out, in, inl)
+                  : TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
     tlsm_th.evp_depth--;
     int saved = errno;
     tlsm_rec_on_cipher(st, out, ret);

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "obj.h"
 #include "record.h"
+#include "reroute.h"
 #include "trace.h"
 
 #include <pthread.h>
@@ -86,7 +87,7 @@ static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
 
 size_t tlsm_end_line(char *buf, size_t cap)
 {
-    char hooks[2048], unfired[1024], libs[2048], over[128];
+    char hooks[2048], unfired[1024], libs[2048], over[128], reroute[768];
     uint64_t events, dropped;
     struct rusage ru;
     struct tlsm_json j;
@@ -109,6 +110,8 @@ size_t tlsm_end_line(char *buf, size_t cap)
     tlsm_json_raw(&j, "libs", libs);
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
     tlsm_json_raw(&j, "overhead_ns", over);
+    if (tlsm_reroute_json(reroute, sizeof(reroute)))
+        tlsm_json_raw(&j, "reroute", reroute);
     if (tlsm_trace_is_quiet())
         tlsm_json_str(&j, "quiet", tlsm_trace_quiet_reason());
     return tlsm_json_end(&j, buf);

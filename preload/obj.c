@@ -111,6 +111,9 @@ static void load_api(struct tlsm_obj *o, void *h)
     API(EVP_CIPHER_CTX_get0_cipher);
     API(OpenSSL_version);
     API(OPENSSL_version_major);
+    API(ERR_new);
+    API(ERR_set_debug);
+    API(ERR_set_error);
 #undef API
 }
 
@@ -147,9 +150,16 @@ static void write_lib_event(struct tlsm_obj *o)
         tlsm_trace_line(line, n);
 }
 
+static _Atomic int next_lib_id;
+
+/* Lib ids are shared by the program's instances and tlsmeter's backends. */
+int tlsm_next_lib_id(void)
+{
+    return atomic_fetch_add(&next_lib_id, 1) + 1;
+}
+
 void tlsm_obj_describe(struct tlsm_obj *o)
 {
-    static _Atomic int next_lib_id;
     int expect = 0;
     /* First caller describes; racing callers go on without waiting (lib id 0 meanwhile). */
     if (!atomic_compare_exchange_strong(&o->described, &expect, 1))
@@ -164,7 +174,7 @@ void tlsm_obj_describe(struct tlsm_obj *o)
         return;
     tlsm_th.guard++;
     o->major = o->api.OPENSSL_version_major ? (int)o->api.OPENSSL_version_major() : 0;
-    o->lib_id = atomic_fetch_add(&next_lib_id, 1) + 1;
+    o->lib_id = tlsm_next_lib_id();
     if (tlsm_trace_ready())
         write_lib_event(o);
     tlsm_th.guard--;

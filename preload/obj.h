@@ -6,6 +6,7 @@
 #include "resolve.h"
 
 #include <link.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <stdbool.h>
@@ -24,6 +25,9 @@ struct tlsm_api {
     __typeof__(&EVP_CIPHER_CTX_get0_cipher) EVP_CIPHER_CTX_get0_cipher;
     __typeof__(&OpenSSL_version) OpenSSL_version;
     __typeof__(&OPENSSL_version_major) OPENSSL_version_major;
+    __typeof__(&ERR_new) ERR_new;
+    __typeof__(&ERR_set_debug) ERR_set_debug;
+    __typeof__(&ERR_set_error) ERR_set_error;
 };
 
 struct tlsm_obj {
@@ -48,5 +52,6 @@ void tlsm_obj_describe(struct tlsm_obj *o);
 void tlsm_obj_mark_stale(void);
 /* For the end event: every described instance with the hooks that resolved into it. */
 size_t tlsm_obj_end_json(char *buf, size_t cap);
+int tlsm_next_lib_id(void);
 
 #endif

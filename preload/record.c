@@ -1,9 +1,11 @@
 /* record.c: per-context state machine that turns EVP calls into rec events. */
 #include "record.h"
+#include "backend.h"
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
 #include "json.h"
+#include "reroute.h"
 #include "table.h"
 #include "thread.h"
 #include "trace.h"
@@ -12,20 +14,6 @@
 #include <string.h>
 
 enum { TLS_UNKNOWN = 0, TLS12 = 12, TLS13 = 13 };
-
-struct tlsm_rec_state {
-    const char *cipher; /* static name */
-    struct tlsm_obj *lib;
-    uint32_t conn;
-    uint8_t tls;
-    bool in_rec;
-    bool aead_tls12_gcm; /* explicit 8-byte nonce in each record */
-    int16_t type;
-    int32_t len;
-    uint64_t t0;
-    unsigned char *out; /* TLS 1.3 payload output, for the inner content type */
-    int32_t outl;
-};
 
 static struct tlsm_table ctxs;
 
@@ -51,6 +39,7 @@ void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
         return;
     if (st->in_rec)
         tlsm_th.rec_open = false;
+    tlsm_reroute_detach(st);
     tlsm_table_del(&ctxs, ctx);
 }
 
@@ -93,8 +82,8 @@ static void begin_record(struct tlsm_rec_state *st, uint64_t t0)
 }
 
 /* A context libssl keys for decryption with an AEAD cipher becomes a record source. */
-static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const void *caller,
-                  struct tlsm_obj *target)
+static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                  const unsigned char *iv, const void *caller, struct tlsm_obj *target)
 {
     struct tlsm_obj *co = tlsm_obj_of(caller);
     if (co)
@@ -110,34 +99,49 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const void *cal
     struct tlsm_rec_state *st = tlsm_table_put(&ctxs, ctx);
     if (!st)
         return;
+    tlsm_reroute_detach(st); /* re-keyed with a new cipher: the old shadow is stale */
     memset(st, 0, sizeof(*st));
     st->cipher = name;
     st->lib = target;
-    st->aead_tls12_gcm = gcm;
     st->conn = tlsm_th.conn;
+    tlsm_reroute_attach(st, key, iv);
 }
 
 void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                       const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
                       uint64_t t_entry)
 {
+    (void)caller;
+    (void)target;
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    if (enc == 1) { /* switched to encryption: not a record source any more */
+        tlsm_rec_forget(ctx);
+        return;
+    }
+    /* Nonce only, no key, no cipher: TLS 1.3 starts a record. */
+    if (!cipher && !key && iv)
+        begin_record(st, t_entry);
+}
+
+void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                         const unsigned char *iv, int enc, const void *caller,
+                         struct tlsm_obj *target, int ret)
+{
+    if (ret <= 0)
+        return;
     if (cipher) {
         if (enc == 0)
-            track(ctx, cipher, caller, target);
-        else if (enc == 1)
-            tlsm_rec_forget(ctx);
+            track(ctx, cipher, key, iv, caller, target);
         return;
     }
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    if (enc == 1) {
-        tlsm_rec_forget(ctx);
-        return;
-    }
-    /* Nonce only, no key: TLS 1.3 starts a record. */
-    if (!key && iv)
-        begin_record(st, t_entry);
+    tlsm_reroute_mirror_init(st, key, iv, enc);
+    if (st->in_rec && !key && iv)
+        tlsm_reroute_begin(st);
 }
 
 void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
@@ -163,6 +167,7 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     st->in_rec = false;
     th->rec_open = false;
     tlsm_conn_add_record(ticks);
+    tlsm_reroute_end(st);
     if (!tlsm_cfg.records || !tlsm_trace_ready())
         return;
     static const char *const fns[] = {"none", "decrypt", "ctr32", "both"};
@@ -183,12 +188,21 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_ticks_to_ns(th->gcm_ticks));
     tlsm_json_int(&j, "gcm_bytes", (int64_t)th->gcm_bytes);
     tlsm_json_str(&j, "gcm_fn", fns[th->gcm_fns & 3]);
-    tlsm_json_str(&j, "path", "native");
+    tlsm_json_str(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
     tlsm_json_bool(&j, "tag_ok", ok);
-    tlsm_json_int(&j, "lib", st->lib ? st->lib->lib_id : 0);
+    tlsm_json_int(&j, "lib", st->routed ? st->backend->lib_id : st->lib ? st->lib->lib_id : 0);
+    if (st->verdict)
+        tlsm_json_str(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
+}
+
+void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret)
+{
+    tlsm_reroute_mirror_ctrl(st, type, arg, ptr, ret);
+    if (type == EVP_CTRL_AEAD_TLS1_AAD && st->in_rec)
+        tlsm_reroute_begin(st);
 }
 
 void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out, const int *outl,

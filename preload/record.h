@@ -12,7 +12,31 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct tlsm_rec_state;
+struct tlsm_backend;
+
+/* What tlsmeter knows of one libssl decrypt context. Only the thread driving the context
+ * touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
+struct tlsm_rec_state {
+    const char *cipher; /* static name */
+    struct tlsm_obj *lib;
+    uint32_t conn;
+    uint8_t tls; /* 12, 13, 0 unknown */
+    bool in_rec;
+    int16_t type;
+    int32_t len;
+    uint64_t t0;
+    unsigned char *out; /* TLS 1.3 payload output, for the inner content type */
+    int32_t outl;
+    /* Reroute: a backend context keyed like this one (reroute.c). */
+    struct tlsm_backend *backend;
+    EVP_CIPHER_CTX *shadow;
+    bool shadow_ok;      /* every metadata call so far mirrored successfully */
+    bool routed;         /* the record in flight goes to the backend */
+    bool verify;         /* ... and is decrypted natively too, for comparison */
+    int8_t verdict;      /* verify result: 0 none, 1 same, -1 mismatch */
+    unsigned char *vbuf; /* verify: native plaintext of the record in flight */
+    int vbuf_len, vret, vcap;
+};
 
 int tlsm_rec_init(void);
 /* Tracked state of ctx, NULL for contexts that are not libssl decrypt AEAD contexts. */
@@ -21,6 +45,12 @@ struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
 void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                       const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
                       uint64_t t_entry);
+/* After the native Init: start tracking (cipher given) or mirror it to the shadow. */
+void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                         const unsigned char *iv, int enc, const void *caller,
+                         struct tlsm_obj *target, int ret);
+/* After the native ctrl: mirror it; a TLS 1.2 AAD decides the record's route. */
+void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
 /* EVP_CIPHER_CTX_ctrl before forwarding (TLS 1.2 AAD starts a record). */
 void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
                       uint64_t t_entry);

@@ -1,0 +1,249 @@
+/* backend.c: load a private libcrypto. Measured pitfalls (DESIGN.md "Reroute"): dlmopen
+ * gives a second libc (pthread keys and malloc break); a hard link of the same file is the
+ * same instance; an empty or colon-less OPENSSL_ia32cap masks more than AES. */
+#include "backend.h"
+#include "caps.h"
+#include "clock.h"
+#include "obj.h"
+#include "json.h"
+#include "log.h"
+#include "thread.h"
+#include "trace.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *const cipher_names[] = {"AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305",
+                                           "AES-192-GCM", "AES-128-CCM", "AES-256-CCM"};
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tlsm_backend backends[3];
+static int load_state[3]; /* 0 not tried, 1 loaded, -1 failed */
+static char last_error[512];
+
+#if defined(__aarch64__)
+#define TRIPLET "aarch64-linux-gnu"
+/* OPENSSL_armcap=0: no NEON, no AES, no PMULL: the table AES + 4-bit GHASH path. */
+#define SOFT_MASK "OPENSSL_armcap=0"
+#else
+#define TRIPLET   "x86_64-linux-gnu"
+/* AES-NI (bit 57), PCLMULQDQ (33), SSSE3 (41) off; the ":~0x0" keeps the second word
+ * (AVX2, VAES, ...) as is, so ChaCha20 is not slowed by the AES what-if. */
+#define SOFT_MASK "OPENSSL_ia32cap=~0x200020200000000:~0x0"
+#endif
+
+int tlsm_backend_cipher_index(const char *name)
+{
+    for (size_t i = 0; i < sizeof(cipher_names) / sizeof(cipher_names[0]); i++)
+        if (!strcmp(name, cipher_names[i]))
+            return (int)i;
+    return -1;
+}
+
+const char *tlsm_backend_error(void)
+{
+    return last_error;
+}
+
+static int fail(const char *fmt, const char *a, const char *b)
+{
+    snprintf(last_error, sizeof(last_error), fmt, a, b);
+    return -1;
+}
+
+/* The program's own libcrypto when it is one; else the system's. */
+static const char *pick_source(const char *app_crypto)
+{
+    static const char *const sys[] = {"/lib/" TRIPLET "/libcrypto.so.3",
+                                      "/usr/lib/" TRIPLET "/libcrypto.so.3",
+                                      "/usr/lib/libcrypto.so.3", "/lib/libcrypto.so.3"};
+    if (tlsm_cfg.backend_lib && tlsm_cfg.backend_lib[0])
+        return tlsm_cfg.backend_lib;
+    const char *base = app_crypto ? strrchr(app_crypto, '/') : NULL;
+    if (base && !strncmp(base + 1, "libcrypto.so", 12))
+        return app_crypto;
+    for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
+        if (access(sys[i], R_OK) == 0)
+            return sys[i];
+    return NULL;
+}
+
+static int copy_to_memfd(const char *src)
+{
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return fail("cannot open %s: %s", src, strerror(errno));
+    int out = memfd_create("tlsmeter-backend", MFD_CLOEXEC);
+    if (out < 0) {
+        close(in);
+        return fail("memfd_create failed: %s%s", strerror(errno), "");
+    }
+    char buf[65536];
+    ssize_t n;
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        if (write(out, buf, (size_t)n) != n) {
+            n = -1;
+            break;
+        }
+    close(in);
+    if (n < 0) {
+        close(out);
+        return fail("copying %s into a memfd failed: %s", src, strerror(errno));
+    }
+    return out;
+}
+
+/* The environment the backend's start-up code sees: the program's, without capability
+ * masks (hw) or with ours (soft). Swapped in for the dlopen only; the program's environ
+ * array itself is never modified. */
+static char **backend_environ(enum tlsm_crypto_mode mode)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof(char *));
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "OPENSSL_ia32cap=", 16) &&
+            strncmp(environ[i], "OPENSSL_armcap=", 15))
+            env[k++] = environ[i];
+    if (mode == TLSM_MODE_SOFT)
+        env[k++] = (char *)SOFT_MASK;
+    env[k] = NULL;
+    return env;
+}
+
+static void *open_copy(int fd, enum tlsm_crypto_mode mode)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    char **env = backend_environ(mode), **saved = environ;
+    if (!env)
+        return NULL;
+    environ = env;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    environ = saved;
+    free(env);
+    if (!h)
+        fail("dlopen of the backend copy failed: %s%s", dlerror(), "");
+    return h;
+}
+
+static int bind_api(struct tlsm_backend *b, void *h)
+{
+#define SYM(name)                                                                                  \
+    if (!(b->name = (__typeof__(b->name))dlsym(h, #name)))                                         \
+        return fail("%s is not an OpenSSL 3 libcrypto (no %s)", b->source, #name);
+    SYM(EVP_CIPHER_CTX_new);
+    SYM(EVP_CIPHER_CTX_free);
+    SYM(EVP_CIPHER_fetch);
+    SYM(EVP_CipherInit_ex);
+    SYM(EVP_CIPHER_CTX_ctrl);
+    SYM(EVP_CipherUpdate);
+    SYM(EVP_CipherFinal_ex);
+    SYM(EVP_Cipher);
+    SYM(ERR_get_error_all);
+    SYM(OpenSSL_version);
+#undef SYM
+    return 0;
+}
+
+static void write_lib_event(struct tlsm_backend *b)
+{
+    char line[TLSM_LINE_MAX];
+    struct tlsm_json j;
+    const char *cpuinfo = b->OpenSSL_version(OPENSSL_CPU_INFO);
+    tlsm_caps_json(cpuinfo, b->caps, sizeof(b->caps));
+    tlsm_json_begin(&j, line, sizeof(line), "lib");
+    tlsm_json_int(&j, "id", b->lib_id);
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
+    tlsm_json_str(&j, "path", b->source);
+    tlsm_json_bool(&j, "has_ssl", false);
+    tlsm_json_bool(&j, "has_crypto", true);
+    tlsm_json_str(&j, "version", b->OpenSSL_version(OPENSSL_VERSION));
+    tlsm_json_str(&j, "platform", b->OpenSSL_version(OPENSSL_PLATFORM));
+    tlsm_json_str(&j, "cflags", b->OpenSSL_version(OPENSSL_CFLAGS));
+    tlsm_json_str(&j, "cpuinfo", cpuinfo);
+    tlsm_json_raw(&j, "caps", b->caps);
+    tlsm_json_str(&j, "role", "backend");
+    tlsm_json_str(&j, "mode", tlsm_mode_name(b->mode));
+    tlsm_json_str(&j, "propq", b->propq ? b->propq : "");
+    size_t n = tlsm_json_end(&j, line);
+    if (n && tlsm_trace_ready())
+        tlsm_trace_line(line, n);
+}
+
+static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *app_crypto)
+{
+    const char *src = pick_source(app_crypto);
+    if (!src)
+        return fail("no libcrypto.so.3 found to copy%s%s (set TLSMETER_BACKEND_LIB)", "", "");
+    snprintf(b->source, sizeof(b->source), "%s", src);
+    b->mode = mode;
+    b->propq = tlsm_cfg.backend_propq && tlsm_cfg.backend_propq[0] ? tlsm_cfg.backend_propq : NULL;
+    int fd = copy_to_memfd(src);
+    if (fd < 0)
+        return -1;
+    void *h = open_copy(fd, mode);
+    close(fd);
+    if (!h || bind_api(b, h))
+        return -1;
+    __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");
+    if (!major || major() < 3)
+        return fail("%s is older than OpenSSL 3%s", src, "");
+    /* The cipher the program uses most must be fetchable with the property query. */
+    if (!tlsm_backend_cipher(b, 0) && !tlsm_backend_cipher(b, 2))
+        return fail("no AES-GCM or ChaCha20-Poly1305 in %s matches the property query \"%s\"", src,
+                    b->propq ? b->propq : "");
+    b->lib_id = tlsm_next_lib_id();
+    write_lib_event(b);
+    return 0;
+}
+
+EVP_CIPHER *tlsm_backend_cipher(struct tlsm_backend *b, int idx)
+{
+    if (idx < 0 || idx >= (int)(sizeof(cipher_names) / sizeof(cipher_names[0])))
+        return NULL;
+    EVP_CIPHER *c = __atomic_load_n(&b->ciphers[idx], __ATOMIC_ACQUIRE);
+    if (c)
+        return c;
+    c = b->EVP_CIPHER_fetch(NULL, cipher_names[idx], b->propq);
+    EVP_CIPHER *expect = NULL;
+    /* A racing fetch leaks one refcount of a process-lifetime object: harmless. */
+    if (c && !__atomic_compare_exchange_n(&b->ciphers[idx], &expect, c, 0, __ATOMIC_ACQ_REL,
+                                          __ATOMIC_ACQUIRE))
+        return expect;
+    return c;
+}
+
+struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *app_crypto)
+{
+    if (mode == TLSM_MODE_NATIVE)
+        return NULL;
+    int st = __atomic_load_n(&load_state[mode], __ATOMIC_ACQUIRE);
+    if (st)
+        return st > 0 ? &backends[mode] : NULL;
+    pthread_mutex_lock(&load_lock);
+    if (!load_state[mode]) {
+        tlsm_th.guard++;
+        int ok = load(&backends[mode], mode, app_crypto) == 0;
+        tlsm_th.guard--;
+        if (!ok)
+            tlsm_warn("reroute to %s off: %s; records are decrypted natively", tlsm_mode_name(mode),
+                      last_error);
+        __atomic_store_n(&load_state[mode], ok ? 1 : -1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&load_lock);
+    return load_state[mode] > 0 ? &backends[mode] : NULL;
+}
