@@ -195,8 +195,14 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
     int fd = copy_to_memfd(src);
     if (fd < 0)
         return -1;
+    /* The copy stays open, out of the program's way at a high number: the loader knows an
+     * object by its path, and a reused /proc/self/fd/N would return the other backend. */
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, 900);
+    if (high >= 0) {
+        close(fd);
+        fd = high;
+    }
     void *h = open_copy(fd, mode);
-    close(fd);
     if (!h || bind_api(b, h))
         return -1;
     __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");

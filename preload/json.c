@@ -1,6 +1,7 @@
 /* json.c: a tiny JSON writer for the hot path: no allocation, no locale, no printf. */
 #include "json.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static void put(struct tlsm_json *j, const char *s, size_t n)
@@ -91,4 +92,12 @@ size_t tlsm_json_end(struct tlsm_json *j, char *buf)
     j->p[0] = '}';
     j->p[1] = '\n';
     return (size_t)(j->p + 2 - buf);
+}
+
+void tlsm_json_num(struct tlsm_json *j, const char *key, double v)
+{
+    char tmp[40];
+    int n = snprintf(tmp, sizeof(tmp), "%.4f", v >= 0 && v < 1e15 ? v : 0.0);
+    put_key(j, key);
+    put(j, tmp, (size_t)n);
 }

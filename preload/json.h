@@ -14,6 +14,8 @@ struct tlsm_json {
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev);
 void tlsm_json_int(struct tlsm_json *j, const char *key, int64_t v);
 void tlsm_json_str(struct tlsm_json *j, const char *key, const char *s);
+/* A finite non-negative measurement, 4 decimals. */
+void tlsm_json_num(struct tlsm_json *j, const char *key, double v);
 void tlsm_json_bool(struct tlsm_json *j, const char *key, bool v);
 /* v is already JSON (an object or array built by the caller). */
 void tlsm_json_raw(struct tlsm_json *j, const char *key, const char *v);

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
+#include "calib.h"
 #include "json.h"
 #include "reroute.h"
 #include "table.h"
@@ -104,6 +105,8 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
     st->cipher = name;
     st->lib = target;
     st->conn = tlsm_th.conn;
+    if (tlsm_cfg.calibrate)
+        tlsm_calib_once(target->path);
     tlsm_reroute_attach(st, key, iv);
 }
 
