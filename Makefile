@@ -108,6 +108,20 @@ $(O)/tests/%: tests/progs/%.c
 
 testprogs: $(TESTPROGS)
 
+# Fuzzing the trace reader (libFuzzer + ASan/UBSan, clang): `make fuzz FUZZ_TIME=60`.
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 60
+FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_reader.c
+FUZZER := $(O)/fuzz/fuzz-reader
+$(FUZZER): $(FUZZ_SRCS) $(wildcard analyzer/*.h)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  FUZZCC  $@")
+	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(JANSSON_CFLAGS) \
+		-o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) -lm
+fuzz: $(FUZZER)
+	$(Q)tests/fuzz/run $(FUZZER) $(FUZZ_TIME)
+
 check: deps all testprogs
 	$(Q)O=$(abspath $(O)) TLSM_PRELOAD=$(TEST_PRELOAD) TLSM_SAN=$(SAN) tests/run
 
@@ -144,6 +158,7 @@ help:
 	@echo "  demo      trace a loopback HTTPS download and print the report"
 	@echo "  bench     overhead and throughput benchmarks (ratios, one run)"
 	@echo "  install   install to \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
+	@echo "  fuzz      fuzz the trace reader for FUZZ_TIME seconds (default 60; needs clang)"
 	@echo "  format    clang-format the C sources"
 	@echo "  clean     remove $(O)"
 	@echo "Variables:"

@@ -2,6 +2,7 @@
  * scanner and the jansson fallback. */
 #include "event.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,6 +79,7 @@ void event__reset(struct event *e)
     e->have_i = e->have_s = 0;
     e->have_tag_ok = e->tag_ok = false;
     memset(e->i, 0, sizeof(e->i));
+    memset(e->s, 0, sizeof(e->s)); /* a missing string must not point into an old line */
 }
 
 static const char *type_name(enum field_type t)
@@ -119,5 +121,36 @@ int event__set_bool(struct event *e, const struct field *f, bool v, char *err, s
         return event__bad_type(f, "true or false", err, errlen);
     e->have_tag_ok = true;
     e->tag_ok = v;
+    return 0;
+}
+
+int event__from_json(struct event *e, json_t *o, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *v;
+
+    event__reset(e);
+    json_object_foreach(o, key, v)
+    {
+        const struct field *f = field__find(key, strlen(key));
+        int rc = 0;
+
+        if (!f)
+            continue;
+        if (json_is_integer(v))
+            rc = event__set_int(e, f, (int64_t)json_integer_value(v), err, errlen);
+        else if (json_is_string(v))
+            rc = event__set_str(e, f, json_string_value(v), json_string_length(v), err, errlen);
+        else if (json_is_boolean(v))
+            rc = event__set_bool(e, f, json_is_true(v), err, errlen);
+        else
+            rc = event__bad_type(f,
+                                 json_is_real(v)   ? "a real number"
+                                 : json_is_null(v) ? "null"
+                                                   : "an object or array",
+                                 err, errlen);
+        if (rc)
+            return rc;
+    }
     return 0;
 }

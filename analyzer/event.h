@@ -83,6 +83,9 @@ int event__set_int(struct event *e, const struct field *f, int64_t v, char *err,
 int event__set_str(struct event *e, const struct field *f, const char *p, size_t n, char *err,
                    size_t errlen);
 int event__set_bool(struct event *e, const struct field *f, bool v, char *err, size_t errlen);
+/* Fill e from a parsed object through the same setters (the slow path and its checks). */
+struct json_t;
+int event__from_json(struct event *e, struct json_t *o, char *err, size_t errlen);
 /* A known key carrying a real, null, object or array. */
 int event__bad_type(const struct field *f, const char *got, char *err, size_t errlen);
 

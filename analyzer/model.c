@@ -68,7 +68,9 @@ int model__intern(struct model *m, const char *p, size_t n)
     /* A trace has a handful of ciphers, paths and suites; a flood of new names (a broken
      * or hostile trace) is folded into one so memory stays bounded. */
     if (m->nnames == MAX_NAMES - 1)
-        return model__intern(m, "(other)", 7);
+        m->names[m->nnames++] = xstrdup("(other)");
+    if (m->nnames == MAX_NAMES)
+        return MAX_NAMES - 1;
     m->names[m->nnames] = xstrndup(p, n);
     return m->nnames++;
 }

@@ -37,37 +37,6 @@ static bool blank(const char *p, size_t n)
     return true;
 }
 
-static int json_to_event(json_t *o, struct event *e, char *err, size_t errlen)
-{
-    const char *key;
-    json_t *v;
-
-    event__reset(e);
-    json_object_foreach(o, key, v)
-    {
-        const struct field *f = field__find(key, strlen(key));
-        int rc = 0;
-
-        if (!f)
-            continue;
-        if (json_is_integer(v))
-            rc = event__set_int(e, f, (int64_t)json_integer_value(v), err, errlen);
-        else if (json_is_string(v))
-            rc = event__set_str(e, f, json_string_value(v), json_string_length(v), err, errlen);
-        else if (json_is_boolean(v))
-            rc = event__set_bool(e, f, json_is_true(v), err, errlen);
-        else
-            rc = event__bad_type(f,
-                                 json_is_real(v)   ? "a real number"
-                                 : json_is_null(v) ? "null"
-                                                   : "an object or array",
-                                 err, errlen);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
-
 static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, size_t errlen)
 {
     switch (k) {
@@ -85,7 +54,7 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
     case EV_REC:
     case EV_READ:
     case EV_CONN:
-        if (json_to_event(o, &r->ev, err, errlen))
+        if (event__from_json(&r->ev, o, err, errlen))
             return -1;
         return model__event(r->m, r->t, &r->ev, err, errlen);
     default:

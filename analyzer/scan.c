@@ -62,7 +62,8 @@ static int scan_int(struct cur *c, int64_t *out)
         c->p++;
         digits = 1;
     } else {
-        while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && digits < 19) {
+        /* 18 digits always fit in int64_t; a 19th sends the line to jansson. */
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && digits < 18) {
             v = v * 10 + (*c->p++ - '0');
             digits++;
         }

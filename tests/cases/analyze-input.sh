@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# analyze-input: input discipline of tlsmeter-analyze: exit codes, malformed lines reported
+# with file, line and reason, a cut-short trace, an over-long line, stdin, the fast scanner and
+# jansson agreeing on a reformatted trace, merging several files, -o.
+# shellcheck source=tests/lib.sh
+. "$TLSM_TOP/tests/lib.sh"
+d=$(case_dir)
+A=$O/tlsmeter-analyze
+g=$TLSM_TOP/tests/golden
+if [ ! -x "$A" ]; then
+    fail "analyze-input: $A is not built"
+    exit 0
+fi
+
+expect_rc() { # NAME RC CMD...
+    local name=$1 want=$2 rc
+    shift 2
+    "$@" >"$d/out" 2>"$d/err"
+    rc=$?
+    if [ "$rc" -eq "$want" ]; then
+        pass "analyze-input $name (exit $rc)"
+    else
+        fail "analyze-input $name: exit $rc, want $want: $(head -c 300 "$d/err")"
+    fi
+}
+
+expect_rc ok 0 "$A" "$g/soft-table.jsonl"
+expect_rc usage-no-file 2 "$A"
+expect_rc usage-bad-option 2 "$A" --bogus "$g/hw.jsonl"
+expect_rc missing-file 1 "$A" "$d/does-not-exist.jsonl"
+expect_rc not-a-trace 4 "$A" "$g/hw.jsonl" "$g/not-a-trace.jsonl"
+expect_rc newer-format 4 "$A" "$g/newer-format.jsonl"
+expect_rc no-events 3 "$A" "$g/header-only.jsonl"
+expect_rc empty 3 "$A" "$g/empty.jsonl"
+expect_rc help 0 "$A" --help
+grep -q "^  3  no rec or read event" "$d/out" && pass "analyze-input help documents exit codes" ||
+    fail "analyze-input help: exit codes not documented"
+
+# A malformed line: warning with file, line number and jansson's reason; counted, skipped.
+head -n 20 "$g/soft-table.jsonl" >"$d/bad.jsonl"
+echo '{"ev":"rec","len":16401,,}' >>"$d/bad.jsonl"
+echo '{"ev":"read","got":"lots"}' >>"$d/bad.jsonl"
+sed -n '21,40p' "$g/soft-table.jsonl" >>"$d/bad.jsonl"
+"$A" --json "$d/bad.jsonl" >"$d/bad.json" 2>"$d/bad.err"
+if grep -q "bad.jsonl:21: skipped: .*column" "$d/bad.err" &&
+    grep -q 'bad.jsonl:22: skipped: key "got" must be an integer' "$d/bad.err" &&
+    grep -q '"lines_skipped": 2' "$d/bad.json"; then
+    pass "analyze-input malformed lines reported and counted"
+else
+    fail "analyze-input malformed: $(cat "$d/bad.err") $(grep lines_skipped "$d/bad.json")"
+fi
+
+# A trace cut mid-line (kill -9): reported as truncation, not as a malformed line.
+head -c 20000 "$g/soft-table.jsonl" >"$d/cut.jsonl"
+"$A" --json "$d/cut.jsonl" >"$d/cut.json" 2>"$d/cut.err"
+if grep -q "last line is incomplete" "$d/cut.err" && grep -q '"truncated": true' "$d/cut.json" &&
+    grep -q '"lines_skipped": 0' "$d/cut.json"; then
+    pass "analyze-input truncated last line"
+else
+    fail "analyze-input truncated: $(cat "$d/cut.err")"
+fi
+
+# A line over 1 MiB is skipped with a reason; the lines after it still count.
+{
+    head -n 10 "$g/hw.jsonl"
+    printf '{"ev":"rec","pad":"%s"}\n' "$(head -c 1200000 /dev/zero | tr '\0' x)"
+    sed -n '11,$p' "$g/hw.jsonl"
+} >"$d/long.jsonl"
+"$A" --json "$d/long.jsonl" >"$d/long.json" 2>"$d/long.err"
+"$A" --json "$g/hw.jsonl" >"$d/hw.json" 2>/dev/null
+if grep -q "long.jsonl:11: skipped: line longer than 1 MiB" "$d/long.err" &&
+    [ "$(grep '"records"' "$d/long.json" | head -1)" = "$(grep '"records"' "$d/hw.json" | head -1)" ]; then
+    pass "analyze-input over-long line skipped"
+else
+    fail "analyze-input over-long line: $(cat "$d/long.err")"
+fi
+
+# stdin, and the same trace reformatted (spaces, key order, escapes: the jansson path) must
+# give the same summary as the compact one (the fast path).
+python3 - "$g/soft-table.jsonl" >"$d/pretty.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    print(json.dumps(dict(reversed(list(o.items()))), ensure_ascii=True, indent=None).replace('"AES', '"\\u0041ES'))
+PY
+"$A" --json - <"$g/soft-table.jsonl" | sed 's/"-"/"X"/' | grep -v '"file"' >"$d/a.json"
+"$A" --json "$d/pretty.jsonl" | grep -v '"file"' >"$d/b.json"
+if diff -u "$d/a.json" "$d/b.json" >"$d/ab.diff"; then
+    pass "analyze-input fast scanner and jansson agree"
+else
+    fail "analyze-input scanner vs jansson: $(head -c 500 "$d/ab.diff")"
+fi
+
+# Several files merge; -o writes the output file.
+"$A" --json -o "$d/fleet.json" "$g/soft-table.jsonl" "$g/hw.jsonl" "$g/shaped.jsonl"
+python3 - "$d/fleet.json" <<'PY' && pass "analyze-input fleet merge and -o" || fail "analyze-input fleet merge"
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert len(o["traces"]) == 3, o["traces"]
+assert o["records"] == 69 + 69 + 37, o["records"]
+for k in ("bytes_read", "reads", "records", "crypto_ns", "crypto_ns_per_byte", "impl", "paths",
+          "verdicts", "lines_skipped"):
+    assert k in o, k
+assert all("id" in v and "text" in v for v in o["verdicts"])
+PY
+
+# Chrome output is valid JSON with slices on per-thread tracks; folded lines are "frames weight".
+"$A" --chrome "$g/threads.jsonl" "$g/hw.jsonl" >"$d/t.json"
+python3 - "$d/t.json" <<'PY' && pass "analyze-input chrome JSON" || fail "analyze-input chrome JSON"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+x = [e for e in ev if e["ph"] == "X"]
+assert {e["cat"] for e in x} == {"read", "record"}
+assert len({(e["pid"], e["tid"]) for e in x}) >= 2
+PY
+"$A" --folded "$g/threads.jsonl" >"$d/t.folded"
+if [ -s "$d/t.folded" ] && ! grep -vqE '^[^ ;]+( [0-9]+)?(;[^;]+)+ [0-9]+$' "$d/t.folded"; then
+    pass "analyze-input folded format"
+else
+    fail "analyze-input folded: $(head -3 "$d/t.folded")"
+fi
+rm -rf "$d"
