@@ -70,6 +70,18 @@ has_rows() {
 check "hwcheck x86_64 libcrypto: text report has verdict, counts, platform, .text, md5, build id" \
     has_rows "$d/systext.out"
 
+# --- CPU: this machine, and a board's /proc/cpuinfo (Cortex-A78AE with the crypto extensions) --
+run cpu --cpu --json
+want=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -xE 'aes|pclmulqdq|vaes|vpclmulqdq' | sort | tr '\n' ' ')
+check "hwcheck --cpu: this machine's AES/GHASH flags as /proc/cpuinfo lists them (${want% })" \
+    test "$(j "$d/cpu.out" "" "' '.join(sorted(d['cpu']['features'])) + ' '")" = "$want"
+printf 'processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics\nCPU implementer\t: 0x41\nCPU architecture: 8\n' >"$d/cpuinfo.a78"
+printf 'processor\t: 0\nFeatures\t: fp asimd evtstrm crc32 cpuid\nCPU implementer\t: 0x41\nCPU architecture: 8\n' >"$d/cpuinfo.nocrypto"
+HWCHECK_CPUINFO=$d/cpuinfo.a78 "$HW" --cpu --json >"$d/cpu-a78.out"
+check "hwcheck --cpu with a board's cpuinfo: aarch64, aes pmull, hardware AES and GHASH" \
+    test "$(j "$d/cpu-a78.out" "" "(d['cpu']['arch'], d['cpu']['features'], d['cpu']['hw_aes'], d['cpu']['hw_ghash'])")" = \
+    "('aarch64', ['aes', 'pmull'], True, True)"
+
 # --- aarch64: Debian's arm64 libcrypto, fetched with apt-get download, never installed --------
 fetch_arm64() {
     ls "$cache"/libssl3_*_arm64.deb >/dev/null 2>&1 && return 0
@@ -102,6 +114,9 @@ else
     echo $? >"$d/a64-host.rc"
     check "hwcheck aarch64 with a host-only objdump: exit 5 and says it cannot disassemble aarch64" \
         test "$(rc_of a64-host)" = 5 -a -n "$(grep 'cannot disassemble aarch64' "$d/a64-host.err")"
+    HWCHECK_CPUINFO=$d/cpuinfo.nocrypto "$HW" "$a64" >"$d/a64-nocrypto.out" 2>&1
+    check "hwcheck aarch64 libcrypto on a CPU without aes: warns that the software fallback runs" \
+        grep -q "WARNING .*this CPU has no AES instructions" "$d/a64-nocrypto.out"
 fi
 
 # --- the software-only fixture, x86_64 and aarch64, two builds each -----------------------------
