@@ -3,7 +3,8 @@
 
 VERSION := 0.1.0
 
-O ?= build
+# Sanitizer builds get their own tree: objects of the two kinds must never mix.
+O ?= build$(if $(SAN),-san)
 PREFIX ?= /usr/local
 DESTDIR ?=
 CROSS_COMPILE ?=
