@@ -1,7 +1,8 @@
 # tests/lib-tls.sh: real TLS peers on loopback for the core tests: a generated certificate and
 # files, `openssl s_server -WWW` on a free port (stopped by PID), clients run with and
 # without the preload. Source after tests/lib.sh; call tls_init "$d" first.
-# shellcheck shell=bash disable=SC2034  # globals here are for the cases that source this file
+# shellcheck shell=bash disable=SC2034
+# (SC2034: the globals here are used by the cases that source this file)
 
 # Python whose ssl module uses the system libssl.so.3 (the one the preload hooks). The Debian
 # interpreter comes first: a pyenv or venv python may carry its own OpenSSL build.
