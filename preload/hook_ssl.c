@@ -7,9 +7,10 @@
 
 /* One body for the four read calls; `ex` variants report bytes through *rb. */
 static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size_t num,
-                       int64_t want, size_t *rb)
+                       int64_t want, size_t *rb, const void *site)
 {
     struct tlsm_thread *th = &tlsm_th;
+    th->site = site;
     struct tlsm_conn_scope sc;
     int ret;
     th->ssl_depth++;
@@ -37,6 +38,7 @@ static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, si
         got = ret == 1 && rb ? (int64_t)*rb : 0;
     tlsm_read_end(&sc, s, tlsm_hooks[id].name, want, ret, got, t0, t1);
     tlsm_conn_leave(&sc);
+    th->site = NULL;
     th->ssl_depth--;
     errno = saved;
     return ret;
@@ -57,7 +59,8 @@ TLSM_EXPORT int SSL_read(SSL *s, void *buf, int num)
         return errno = ENOSYS, -1;
     if (untraced_ssl())
         return TLSM_REAL(SSL_read, f)(s, buf, num);
-    return traced_read(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL);
+    return traced_read(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL,
+                       __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
@@ -67,7 +70,8 @@ TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
         return errno = ENOSYS, -1;
     if (untraced_ssl())
         return TLSM_REAL(SSL_peek, f)(s, buf, num);
-    return traced_read(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL);
+    return traced_read(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL,
+                       __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
@@ -77,7 +81,8 @@ TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
         return errno = ENOSYS, 0;
     if (untraced_ssl())
         return TLSM_REAL(SSL_read_ex, f)(s, buf, num, readbytes);
-    return traced_read(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes);
+    return traced_read(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes,
+                       __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
@@ -87,12 +92,14 @@ TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
         return errno = ENOSYS, 0;
     if (untraced_ssl())
         return TLSM_REAL(SSL_peek_ex, f)(s, buf, num, readbytes);
-    return traced_read(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes);
+    return traced_read(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes,
+                       __builtin_return_address(0));
 }
 
-static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s)
+static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *site)
 {
     struct tlsm_thread *th = &tlsm_th;
+    th->site = site;
     struct tlsm_conn_scope sc;
     int ret;
     th->ssl_depth++;
@@ -113,6 +120,7 @@ static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s)
     int saved = errno;
     tlsm_conn_handshake_done(&sc, s, t0, t1, ret);
     tlsm_conn_leave(&sc);
+    th->site = NULL;
     th->ssl_depth--;
     errno = saved;
     return ret;
@@ -126,7 +134,7 @@ static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s)
             return errno = ENOSYS, -1;                                                             \
         if (untraced_ssl())                                                                        \
             return TLSM_REAL(name, f)(s);                                                          \
-        return traced_handshake(TLSM_FN_##name, f, s);                                             \
+        return traced_handshake(TLSM_FN_##name, f, s, __builtin_return_address(0));                \
     }
 
 HANDSHAKE_HOOK(SSL_do_handshake)

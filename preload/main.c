@@ -9,6 +9,7 @@
 #include "obj.h"
 #include "record.h"
 #include "reroute.h"
+#include "stack.h"
 #include "trace.h"
 
 #include <pthread.h>
@@ -50,6 +51,7 @@ __attribute__((constructor)) static void tlsm_start(void)
         return;
     }
     tlsm_thread_init();
+    tlsm_stack_init();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     atomic_store(&tlsm_active, true);
 }
@@ -109,6 +111,8 @@ size_t tlsm_end_line(char *buf, size_t cap)
     tlsm_json_raw(&j, "unfired", unfired);
     tlsm_json_raw(&j, "libs", libs);
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
+    if (tlsm_cfg.stacks)
+        tlsm_json_int(&j, "stacks", (int64_t)tlsm_stack_count());
     tlsm_json_raw(&j, "overhead_ns", over);
     if (tlsm_reroute_json(reroute, sizeof(reroute)))
         tlsm_json_raw(&j, "reroute", reroute);

@@ -6,6 +6,7 @@
 #include "conn.h"
 #include "calib.h"
 #include "json.h"
+#include "stack.h"
 #include "reroute.h"
 #include "table.h"
 #include "thread.h"
@@ -196,6 +197,9 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     tlsm_json_int(&j, "lib", st->routed ? st->backend->lib_id : st->lib ? st->lib->lib_id : 0);
     if (st->verdict)
         tlsm_json_str(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
+    uint32_t stack = tlsm_stack_sample(th->site);
+    if (stack)
+        tlsm_json_int(&j, "stack", stack);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);

@@ -21,6 +21,7 @@ struct tlsm_thread {
     struct tlsm_conn_state *conn_state;
     /* The SSL_read* call in progress, if any. */
     bool in_read;
+    const void *site; /* return address of the outermost SSL_* hook: the call site */
     uint64_t read_id;
     uint32_t read_recs;
     uint64_t read_crypto_ticks;
