@@ -73,7 +73,9 @@ ifneq ($(SAN),)
 SAN_RUNTIMES := $(if $(findstring address,$(SAN)),$(shell $(CC) -print-file-name=libasan.so)) \
 	$(if $(findstring undefined,$(SAN)),$(shell $(CC) -print-file-name=libubsan.so))
 endif
-TEST_PRELOAD := $(strip $(foreach r,$(SAN_RUNTIMES),$(abspath $(r)):)$(abspath $(PRELOAD)))
+empty :=
+space := $(empty) $(empty)
+TEST_PRELOAD := $(subst $(space),,$(strip $(foreach r,$(SAN_RUNTIMES),$(abspath $(r)):)$(abspath $(PRELOAD))))
 
 .PHONY: all check demo bench install uninstall clean help deps fuzz format
 all: $(PRELOAD) $(ANALYZER)
