@@ -101,6 +101,30 @@ static void vector_detail(const struct trace *t, const struct lib *l, char *buf,
         snprintf(buf, n, "vector AES (vpaes/SSSE3) + 4-bit GHASH via ctr32");
 }
 
+/* Rerouted records carry no GCM-level data (tlsmeter does not trace its own backend): the
+ * class comes from the backend's mode and capability bits. */
+static bool classify_rerouted(const struct trace *t, const struct lib *l, const char *path,
+                              struct impl_result *r)
+{
+    char caps[96];
+
+    if (!strcmp(path, "native") || !*path)
+        return false;
+    caps_text(t, l, caps, sizeof(caps));
+    snprintf(r->evidence, sizeof(r->evidence), "reroute backend (path %s); caps %s", path, caps);
+    if (!strcmp(path, "soft")) {
+        r->cls = IMPL_TABLE;
+        snprintf(r->detail, sizeof(r->detail), "reroute soft backend: table AES + 4-bit GHASH");
+    } else if (caps_hw(t, l)) {
+        r->cls = IMPL_HARDWARE;
+        snprintf(r->detail, sizeof(r->detail), "reroute hw backend: %s",
+                 is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+    } else {
+        snprintf(r->detail, sizeof(r->detail), "reroute backend without known hardware caps");
+    }
+    return true;
+}
+
 static void classify_gcm(const struct trace *t, const struct lib *l, const struct stats *s,
                          struct impl_result *r)
 {
@@ -199,6 +223,9 @@ void impl__classify(const struct model *m, const struct bucket *b, struct impl_r
     r->aes_gcm = impl__is_aes_gcm(cipher);
     if (!b->st.rec_ct)
         snprintf(r->detail, sizeof(r->detail), "no bytes decrypted");
+    else if (r->aes_gcm && !(b->st.gcm_dec + b->st.gcm_ctr + b->st.gcm_both) &&
+             classify_rerouted(t, l, model__name(m, b->path), r))
+        ;
     else if (r->aes_gcm)
         classify_gcm(t, l, &b->st, r);
     else if (impl__is_chacha(cipher))

@@ -54,7 +54,7 @@ struct calib {
     int cipher; /* name index */
     char impl[16];
     double ns_per_byte;
-    int64_t bytes, len;
+    int64_t bytes, len; /* calib.records and calib.record */
 };
 
 struct trace {

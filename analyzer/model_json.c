@@ -155,7 +155,8 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     json_t *rr = json_object_get(o, "reroute");
 
     t->has_end = true;
-    t->wall_ns = int_get(o, "wall_ns", -1);
+    /* wall_ns when the writer gives it, else the end line's own time (ns since start). */
+    t->wall_ns = int_get(o, "wall_ns", int_get(o, "t", -1));
     t->user_ns = int_get(o, "user_ns", -1);
     t->sys_ns = int_get(o, "sys_ns", -1);
     t->cpu_known = t->user_ns >= 0 && t->sys_ns >= 0;
@@ -170,7 +171,11 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
         t->reroute_routed = int_get(rr, "routed", 0);
         t->reroute_fallback = int_get(rr, "fallback", 0);
         free(t->reroute_reason);
-        t->reroute_reason = str_dup(rr, "reason");
+        t->reroute_reason = str_dup(rr, "off_reason"); /* "" when the backend is on */
+        if (t->reroute_reason && !*t->reroute_reason) {
+            free(t->reroute_reason);
+            t->reroute_reason = NULL;
+        }
     }
     return 0;
 }
@@ -192,8 +197,8 @@ int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t 
     c->cipher = model__intern(m, json_string_value(cipher), json_string_length(cipher));
     snprintf(c->impl, sizeof(c->impl), "%s", json_string_value(impl));
     c->ns_per_byte = json_number_value(nspb);
-    c->bytes = int_get(o, "bytes", 0);
-    c->len = int_get(o, "len", 0);
+    c->bytes = int_get(o, "records", 0);
+    c->len = int_get(o, "record", 0);
     return 0;
 }
 

@@ -24,8 +24,20 @@ static void truncated(struct summary *s, const struct trace *t)
  * spot only when they hide where AES-GCM bytes went. */
 static void unfired(struct summary *s, const struct trace *t)
 {
+    const struct model *m = s->m;
+    uint64_t native = 0;
+    size_t i;
+
+    /* Only the program's own AES-GCM records: rerouted ones never reach the GCM hooks. */
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+
+        if (&m->traces[b->trace] == t && !strcmp(model__name(m, b->path), "native") &&
+            impl__is_aes_gcm(model__name(m, b->cipher)))
+            native += b->st.rec_ct;
+    }
     if (!trace__unfired(t, "CRYPTO_gcm128_decrypt") ||
-        !trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32") || !t->st.rec_ct ||
+        !trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32") || !native ||
         t->st.gcm_dec + t->st.gcm_ctr + t->st.gcm_both)
         return;
     summary__verdict(s, "gcm-invisible", "blind",
@@ -57,6 +69,11 @@ static void per_trace(struct summary *s, const struct trace *t)
                          "%s ran under emulation (%s on %s): times and ns/B are not the target "
                          "CPU's; the class comes from capability bits and GCM entries only",
                          t->file, t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
+    if (t->reroute_reason && t->mode && strcmp(t->mode, "native"))
+        summary__verdict(s, "reroute-off", "blind",
+                         "%s: TLSMETER_CRYPTO=%s was asked for but the reroute backend is off "
+                         "(%s): every record ran on the program's own path",
+                         t->file, t->mode, t->reroute_reason);
     if (t->reroute_fallback > 0)
         summary__verdict(s, "reroute-fallback", "blind",
                          "%s: %lld records fell back to the native path (%s)", t->file,
@@ -109,8 +126,24 @@ static void invisible_crypto(struct summary *s)
             (unsigned long long)s->lines_skipped, s->lines_skipped == 1 ? " was" : "s were");
 }
 
+/* getrusage on a VM is often tick-based, and crypto_ns is wall time inside the calls
+ * (preemption included): when they disagree, say so rather than print 116 % of CPU. */
+static void cpu_undercount(struct summary *s)
+{
+    struct fmtbuf a, b;
+
+    if (s->cpu_ns < 0 || s->m->st.crypto_ns <= (uint64_t)s->cpu_ns)
+        return;
+    summary__verdict(s, "cpu-undercount", "blind",
+                     "crypto time (%s) exceeds the process CPU time the trace reports (%s): the "
+                     "CPU figure is coarse (tick-based accounting) or the decrypting thread was "
+                     "preempted inside the calls; treat the CPU shares as rough",
+                     fmt_ns(&a, (double)s->m->st.crypto_ns), fmt_ns(&b, (double)s->cpu_ns));
+}
+
 void verdicts_blind(struct summary *s)
 {
+    cpu_undercount(s);
     size_t i;
 
     for (i = 0; i < s->m->ntraces; i++)
