@@ -101,3 +101,21 @@ h = json.loads(open(sys.argv[1]).readline())
 sys.exit(0 if h.get("crypto_mode") == "native" else "header crypto_mode %r" % h.get("crypto_mode"))' \
         "${TRACES[0]}"
 fi
+
+# The path template: %t is the start time in seconds, %% a percent sign, %p the pid.
+t0=$(date +%s)
+TLS_ENV=()
+tls_client curl "$TLS_PORT" c.bin "$d/tmpl" "$d/tmpl.%t.%%.%p.jsonl"
+t1=$(date +%s)
+tls_traces "$d/tmpl.*.jsonl"
+if [ "${#TRACES[@]}" -ne 1 ]; then
+    fail "core-config template: ${#TRACES[@]} traces for TLSMETER_OUT=tmpl.%t.%%.%p.jsonl"
+else
+    f=$(basename "${TRACES[0]}")
+    ts=$(sed -n 's/^tmpl\.\([0-9]*\)\.%\.[0-9]*\.jsonl$/\1/p' <<<"$f")
+    if [ -n "$ts" ] && [ "$ts" -ge "$t0" ] && [ "$ts" -le "$t1" ]; then
+        pass "core-config template ($f)"
+    else
+        fail "core-config template: file $f, want tmpl.<time in $t0..$t1>.%.<pid>.jsonl"
+    fi
+fi
