@@ -20,6 +20,8 @@
 #   run_traced [VAR=VAL...] PROG ARGS...    the same with LD_PRELOAD=$TLSM_PRELOAD
 #   bg_target [VAR=VAL...] PROG ARGS...     run_target in the background; $! is the
 #                                           program itself (qemu), so `kill $!` stops it
+#   target_cmd [VAR=VAL...] PROG ARGS...    only build run_target's command line, in the
+#                                           array TARGET_CMD: timeout 60 "${TARGET_CMD[@]}"
 #   under_qemu                              true when target programs run through qemu
 #   target_arch                             x86_64, aarch64 ...
 # A case declares where it can run with a line `# tlsm-arch: x86_64 aarch64` (tests/run
@@ -32,8 +34,9 @@ TLSM_SYSROOT=${TLSM_SYSROOT:-}
 target_arch() { echo "$TLSM_ARCH"; }
 under_qemu() { [ -n "$TLSM_RUNNER" ]; }
 
-# _target_cmd [VAR=VAL...] PROG ARGS...: the command line in the array _TC.
-_target_cmd() {
+# target_cmd [VAR=VAL...] PROG ARGS...: the command line, in the array TARGET_CMD (a plain
+# command: timeout, env and xargs can run it, where they cannot run a shell function).
+target_cmd() {
     local envs=() guest=() prog
     while [[ $# -gt 0 && $1 == [A-Za-z_]*=* ]]; do
         case $1 in
@@ -45,7 +48,7 @@ _target_cmd() {
     prog=$1
     shift
     if ! under_qemu; then
-        _TC=(env "${envs[@]}" "${guest[@]}" "$prog" "$@")
+        TARGET_CMD=(env "${envs[@]}" "${guest[@]}" "$prog" "$@")
         return 0
     fi
     [[ $prog == */* ]] || prog=$TLSM_SYSROOT/usr/bin/$prog
@@ -60,12 +63,12 @@ _target_cmd() {
     done
     [ "$have_llp" = 1 ] || q+=(-E "LD_LIBRARY_PATH=$libs")
     # shellcheck disable=SC2206
-    _TC=(env -u LD_PRELOAD "${envs[@]}" $TLSM_RUNNER "${q[@]}" "$prog" "$@")
+    TARGET_CMD=(env -u LD_PRELOAD "${envs[@]}" $TLSM_RUNNER "${q[@]}" "$prog" "$@")
 }
 
 run_target() {
-    _target_cmd "$@"
-    "${_TC[@]}"
+    target_cmd "$@"
+    "${TARGET_CMD[@]}"
 }
 
 run_traced() {
@@ -73,6 +76,6 @@ run_traced() {
 }
 
 bg_target() {
-    _target_cmd "$@"
-    (exec "${_TC[@]}") &
+    target_cmd "$@"
+    (exec "${TARGET_CMD[@]}") &
 }
