@@ -225,6 +225,50 @@ open(sys.argv[2], "wb").write(d[i + 4:] if i >= 0 else b"")' "$p.out" "$p.body"
     [ -s "$p.got" ] || echo 0 >"$p.got"
 }
 
+# tls_proxy_start PROTO: tests/tools/tamper_proxy.py in front of $TLS_PORT (PROTO 1.2 or 1.3:
+# it flips one ciphertext byte of the 3rd large response record of each connection); sets
+# PROXY_PORT, PROXY_PID, PROXY_LOG. Stopped with tls_stop_pid "$PROXY_PID" (or at exit).
+tls_proxy_start() {
+    local pf=$TLS_DIR/proxy.$1.port pid
+    PROXY_LOG=$TLS_DIR/proxy.$1.$TLS_PORT.log
+    rm -f "$pf"
+    "$TLSM_PY" "$TLSM_TOOLS/tamper_proxy.py" --target-port "$TLS_PORT" --tls "$1" \
+        --port-file "$pf" --max-conns 32 --timeout 300 2>"$PROXY_LOG" &
+    pid=$!
+    TLS_PIDS+=("$pid")
+    PROXY_PID=$pid
+    for _ in $(seq 100); do
+        [ -s "$pf" ] && break
+        sleep 0.05
+    done
+    PROXY_PORT=$(cat "$pf" 2>/dev/null)
+    [ -n "$PROXY_PORT" ]
+}
+
+# tls_proxy_flips: how many records the running proxy has flipped so far.
+tls_proxy_flips() {
+    grep -c flipped "$PROXY_LOG"
+}
+
+# tls_mt_ok REPORT N: mtclient's REPORT (its stdout) has N "conn" lines, each ok=1 with the
+# sha256 of the file it fetched from $TLS_WWW. Prints the first bad line on failure.
+tls_mt_ok() {
+    local n=0 path sha line
+    while read -r line; do
+        path=$(sed -n 's/.* path=\([^ ]*\) .*/\1/p' <<<"$line")
+        sha=$(sed -n 's/.* sha256=\([0-9a-f]*\) .*/\1/p' <<<"$line")
+        if [ "$sha" != "$(tls_sha "$TLS_WWW$path")" ] || [[ $line != *" ok=1" ]]; then
+            echo "bad connection: $line"
+            return 1
+        fi
+        n=$((n + 1))
+    done < <(grep '^conn ' "$1")
+    [ "$n" -eq "$2" ] || {
+        echo "$n connections reported, want $2"
+        return 1
+    }
+}
+
 # tls_traces GLOB: the trace files a run left (sorted), into the array TRACES.
 tls_traces() {
     local f

@@ -18,35 +18,13 @@ CONFIGS=(
     "1.2 ECDHE-RSA-AES256-GCM-SHA384"
 )
 
-# proxy_start PROTO: tamper_proxy.py in front of $TLS_PORT; sets PROXY_PORT, PROXY_LOG.
-proxy_start() {
-    local pf=$d/proxy.$1.port pid
-    PROXY_LOG=$d/proxy.$1.$TLS_PORT.log
-    rm -f "$pf"
-    "$TLSM_PY" "$TLSM_TOOLS/tamper_proxy.py" --target-port "$TLS_PORT" --tls "$1" \
-        --port-file "$pf" --max-conns 32 --timeout 300 2>"$PROXY_LOG" &
-    pid=$!
-    TLS_PIDS+=("$pid")
-    PROXY_PID=$pid
-    for _ in $(seq 100); do
-        [ -s "$pf" ] && break
-        sleep 0.05
-    done
-    PROXY_PORT=$(cat "$pf" 2>/dev/null)
-    [ -n "$PROXY_PORT" ]
-}
-
-flips() {
-    grep -c flipped "$PROXY_LOG"
-}
-
 check_one() {
     local c=$1 proto=$2 suite=$3 name="core-tamper $1 $3" p=$d/$1.$3 why n0
-    n0=$(flips)
+    n0=$(tls_proxy_flips)
     tls_client "$c" "$PROXY_PORT" big.bin "$p.plain"
     tls_client "$c" "$PROXY_PORT" big.bin "$p.traced" "$p.trace.%p.jsonl"
-    if [ "$(flips)" -ne $((n0 + 2)) ]; then
-        fail "$name: the proxy flipped $(($(flips) - n0)) records in two runs, want 2"
+    if [ "$(tls_proxy_flips)" -ne $((n0 + 2)) ]; then
+        fail "$name: the proxy flipped $(($(tls_proxy_flips) - n0)) records in two runs, want 2"
         return
     fi
     if [ "$(cat "$p.plain.rc")" = 0 ]; then
@@ -72,7 +50,7 @@ for s in "${CONFIGS[@]}"; do
         fail "core-tamper $suite: openssl s_server did not start"
         continue
     fi
-    if ! proxy_start "$proto"; then
+    if ! tls_proxy_start "$proto"; then
         fail "core-tamper $suite: tamper proxy did not start: $(head -c 300 "$PROXY_LOG")"
         continue
     fi

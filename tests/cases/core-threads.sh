@@ -21,24 +21,6 @@ for s in "${SIZES[@]}"; do
     PATHS+=("/f$s.bin")
 done
 
-# report_ok REPORT: every connection succeeded and its body has the file's sha256.
-report_ok() {
-    local n=0 path sha line
-    while read -r line; do
-        path=$(sed -n 's/.* path=\([^ ]*\) .*/\1/p' <<<"$line")
-        sha=$(sed -n 's/.* sha256=\([0-9a-f]*\) .*/\1/p' <<<"$line")
-        if [ "$sha" != "$(tls_sha "$TLS_WWW$path")" ] || [[ $line != *" ok=1" ]]; then
-            echo "bad connection: $line"
-            return 1
-        fi
-        n=$((n + 1))
-    done < <(grep '^conn ' "$1")
-    [ "$n" -eq $((THREADS * CONNS)) ] || {
-        echo "$n connections reported, want $((THREADS * CONNS))"
-        return 1
-    }
-}
-
 # The run's stdout without the thread ids, sorted: the same with and without the preload.
 stable() {
     sed 's/ tid=[0-9]*//' "$1" | sort
@@ -57,11 +39,11 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES128-GCM-SHA2
     tls_run "$p.traced" "$p.trace.%p.jsonl" "$TLSM_PROGS/mtclient" -p "$TLS_PORT" \
         -c "$TLS_CERT" -t "$THREADS" -n "$CONNS" "${PATHS[@]}"
     tls_server_stop
-    if ! why=$(report_ok "$p.plain.out"); then
+    if ! why=$(tls_mt_ok "$p.plain.out" $((THREADS * CONNS))); then
         fail "$name: without the preload: $why"
         continue
     fi
-    if ! why=$(report_ok "$p.traced.out"); then
+    if ! why=$(tls_mt_ok "$p.traced.out" $((THREADS * CONNS))); then
         fail "$name: with the preload: $why $(head -c 200 "$p.traced.err")"
         continue
     fi
