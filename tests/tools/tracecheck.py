@@ -5,7 +5,8 @@ Always checked: every line is a JSON object with a string `ev`, newline-terminat
 one `header` (first, format 1) and one `end` (last); `end.events` counts the lines before it;
 `end.dropped` is 0; every `rec.pt` <= 16384; a `rec` naming a read matches that read's conn
 and tid; a read's `recs`/`crypto_ns` are the sums over its records.
-Options add checks against the client's view (bytes, suite, threads, fork, secrets).
+Options add checks against the client's view (bytes, suite, threads, fork, secrets) and, for
+TLSMETER_CRYPTO runs, the decrypt path and the `end.reroute` counters.
 Prints `ok FILE: summary` or one line per problem; exit 0 when all checks hold, 1 otherwise,
 2 when the file cannot be read.
 """
@@ -14,6 +15,7 @@ import collections
 import json
 import math
 import os
+import re
 import stat
 import sys
 
@@ -281,6 +283,50 @@ def check_mt(t, a):
             t.err("tid %d: trace per-conn got %s, client reported %s" % (tid, have.get(tid), w))
 
 
+def check_path(t, a):
+    """Every application-data record on path a.path; the end.reroute counters agree with the
+    rec lines (routed, verified, mismatches)."""
+    app = [r for r in t.by["rec"] if r.get("type") == 23]
+    if not app:
+        t.err("no application-data record to check the path of")
+    bad = collections.Counter(str(r.get("path")) for r in app if r.get("path") != a.path)
+    if bad:
+        t.err("type-23 records on path %s, want all on %s" % (dict(bad), a.path))
+    rr = t.first("end").get("reroute")
+    if not isinstance(rr, dict):
+        t.err("end.reroute missing or not an object: %r" % (rr,))
+        return
+    if a.path == "native":
+        return
+    recs = t.by["rec"]
+    want = {"routed": sum(r.get("path") == a.path for r in recs),
+            "verified": sum("verify" in r for r in recs),
+            "mismatches": sum(r.get("verify") == "mismatch" for r in recs)}
+    for key, n in want.items():
+        if rr.get(key) != n:
+            t.err("end.reroute.%s is %r, the rec lines say %d" % (key, rr.get(key), n))
+
+
+def check_reroute(t, a):
+    """--reroute KEY=V, KEY>N, KEY~REGEX on end.reroute (= compares as text)."""
+    rr = t.first("end").get("reroute")
+    if not isinstance(rr, dict):
+        t.err("end.reroute missing or not an object: %r" % (rr,))
+        return
+    for cond in a.reroute:
+        m = re.match(r"^(\w+)([=>~])(.*)$", cond)
+        if not m:
+            t.err("bad --reroute condition %r (want KEY=V, KEY>N or KEY~REGEX)" % cond)
+            continue
+        key, op, want = m.groups()
+        v = rr.get(key)
+        ok = {"=": lambda: str(v) == want,
+              ">": lambda: isinstance(v, int) and v > int(want),
+              "~": lambda: isinstance(v, str) and re.search(want, v) is not None}[op]()
+        if not ok:
+            t.err("end.reroute.%s is %r, want %s%s" % (key, v, op, want))
+
+
 def windows(data, n):
     return {data[i:i + n] for i in range(len(data) - n + 1)}
 
@@ -346,6 +392,10 @@ def main():
     ap.add_argument("--no-plaintext", action="append", default=[], metavar="FILE")
     ap.add_argument("--keylog", action="append", default=[], metavar="FILE")
     ap.add_argument("--mode", type=lambda s: int(s, 8), default=0o600)
+    ap.add_argument("--path", help="every type-23 rec decrypted on this path (native, hw, soft);"
+                    " end.reroute agrees with the rec lines")
+    ap.add_argument("--reroute", action="append", default=[], metavar="COND",
+                    help="end.reroute condition: KEY=V, KEY>N, KEY~REGEX (repeatable)")
     ap.add_argument("--summary", action="store_true", help="print the summary as JSON")
     a = ap.parse_args()
     try:
@@ -362,6 +412,10 @@ def main():
         check_mt(t, a)
     if a.no_plaintext or a.keylog:
         check_secrets(t, a)
+    if a.path:
+        check_path(t, a)
+    if a.reroute:
+        check_reroute(t, a)
     if a.summary:
         print(json.dumps(t.summary))
     name = os.path.basename(a.trace)
