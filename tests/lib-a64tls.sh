@@ -32,7 +32,7 @@ a64_init() {
 # a64_server PROTO SUITE [VAR=VAL...]: serves until stopped. Starting one costs ~0.5-1 s of
 # emulation, a connection ~0.5 s (the handshake): cases reuse a server for several gets.
 a64_server() {
-    local proto=$1 suite=$2 log=$A64_DIR/server.log i opts
+    local proto=$1 suite=$2 log=$A64_DIR/server.log opts
     shift 2
     case $proto in
     1.3) opts=(-tls1_3 -ciphersuites "$suite") ;;
@@ -48,7 +48,7 @@ a64_server() {
     A64_SRV=$!
     cd "$here" || return 1
     A64_PIDS+=("$A64_SRV")
-    for i in $(seq 200); do
+    for _ in $(seq 200); do
         A64_PORT=$(sed -n 's/^ACCEPT .*:\([0-9]*\)$/\1/p' "$log")
         [ -n "$A64_PORT" ] && return 0
         kill -0 "$A64_SRV" 2>/dev/null || break

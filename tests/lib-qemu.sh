@@ -22,6 +22,9 @@
 #                                           program itself (qemu), so `kill $!` stops it
 #   target_cmd [VAR=VAL...] PROG ARGS...    only build run_target's command line, in the
 #                                           array TARGET_CMD: timeout 60 "${TARGET_CMD[@]}"
+#   target_wrapper PROG FILE                write FILE, a script that runs PROG for the
+#                                           target with its arguments (for code that takes
+#                                           one program path: ANALYZE= of tests/golden/regen)
 #   under_qemu                              true when target programs run through qemu
 #   target_arch                             x86_64, aarch64 ...
 # A case declares where it can run with a line `# tlsm-arch: x86_64 aarch64` (tests/run
@@ -78,4 +81,14 @@ run_traced() {
 bg_target() {
     target_cmd "$@"
     (exec "${TARGET_CMD[@]}") &
+}
+
+target_wrapper() {
+    target_cmd "$1"
+    {
+        echo '#!/usr/bin/env bash'
+        printf 'exec'
+        printf ' %q' "${TARGET_CMD[@]}"
+        echo ' "$@"'
+    } >"$2" && chmod +x "$2"
 }

@@ -36,6 +36,7 @@ same_body() {
 
 for s in "1.3 TLS_AES_128_GCM_SHA256" "1.3 TLS_CHACHA20_POLY1305_SHA256" \
     "1.2 ECDHE-ECDSA-AES128-GCM-SHA256" "1.2 ECDHE-ECDSA-CHACHA20-POLY1305"; do
+    # shellcheck disable=SC2086 # "PROTO SUITE" into $1 $2
     set -- $s
     if ! a64_server "$1" "$2"; then
         fail "aarch64-openssl TLS $1 $2: server did not start"

@@ -76,7 +76,7 @@ expect() {
 run() {
     local label=$1 p=$d/$1 traces
     shift
-    F= J=
+    F='' J=''
     a64_get "$p" data traced "$@"
     if [ "$(cat "$p.rc")" != 0 ] || [ "$(a64_sha "$p.body")" != "$want" ]; then
         fail "$name $label: download broken (exit $(cat "$p.rc"), $(stat -c %s "$p.body") bytes): $(grep -v '^depth\|^verify' "$p.err" | head -n 3 | tr '\n' ' ')"
