@@ -1,5 +1,6 @@
 /* main.c: libtlsmeter.so's life: set-up in the constructor (hooks stay inert until it is
  * done), fork handling, and the end event at exit. */
+#include "blind.h"
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
@@ -61,6 +62,7 @@ __attribute__((destructor)) static void tlsm_stop(void)
     if (!atomic_load(&tlsm_active))
         return;
     tlsm_th.guard++;
+    tlsm_blind_at_exit(); /* issue 7: blind and fwd events, before the end line */
     tlsm_trace_finish();
     atomic_store(&tlsm_active, false);
 }
@@ -89,7 +91,7 @@ static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
 
 size_t tlsm_end_line(char *buf, size_t cap)
 {
-    char hooks[2048], unfired[1024], libs[2048], over[128], reroute[768];
+    char hooks[2048], unfired[1024], libs[2048], over[128], reroute[768], blind[1536];
     uint64_t events, dropped;
     struct rusage ru;
     struct tlsm_json j;
@@ -110,6 +112,9 @@ size_t tlsm_end_line(char *buf, size_t cap)
     tlsm_json_raw(&j, "hooks", hooks);
     tlsm_json_raw(&j, "unfired", unfired);
     tlsm_json_raw(&j, "libs", libs);
+    if (!tlsm_blind_end_json(blind, sizeof(blind))) /* issue 7: objects tlsmeter cannot see */
+        snprintf(blind, sizeof(blind), "[]");
+    tlsm_json_raw(&j, "blind", blind);
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
     if (tlsm_cfg.stacks)
         tlsm_json_int(&j, "stacks", (int64_t)tlsm_stack_count());

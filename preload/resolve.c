@@ -20,12 +20,13 @@ struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT] = {
 };
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
-static uintptr_t self_start, self_end;
+uintptr_t tlsm_self_start, tlsm_self_end;
+__thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
 static __typeof__(&dlclose) libc_dlclose;
 
 bool tlsm_is_self(const void *addr)
 {
-    return (uintptr_t)addr >= self_start && (uintptr_t)addr < self_end;
+    return (uintptr_t)addr >= tlsm_self_start && (uintptr_t)addr < tlsm_self_end;
 }
 
 int tlsm_real_dlclose(void *handle)
@@ -37,10 +38,16 @@ void tlsm_resolve_init(void)
 {
     struct dl_find_object f;
     if (_dl_find_object((void *)&tlsm_resolve_init, &f) == 0) {
-        self_start = (uintptr_t)f.dlfo_map_start;
-        self_end = (uintptr_t)f.dlfo_map_end;
+        tlsm_self_start = (uintptr_t)f.dlfo_map_start;
+        tlsm_self_end = (uintptr_t)f.dlfo_map_end;
     }
     libc_dlclose = (__typeof__(&dlclose))dlsym(RTLD_NEXT, "dlclose");
+}
+
+/* An address inside o, to resolve a tail call as o's own call. */
+const void *tlsm_obj_addr(const struct tlsm_obj *o)
+{
+    return (const void *)o->start;
 }
 
 static void *usable(void *p)
@@ -48,9 +55,59 @@ static void *usable(void *p)
     return p && !tlsm_is_self(p) ? p : NULL;
 }
 
+/* Issue 7: is p an unversioned definition that a versioned reference accepts? The linker
+ * binds a reference to name@VER to the first definition in scope order that either has
+ * version VER or is unversioned in an object that defines no versions of its own. */
+static bool unversioned_def(void *p, struct link_map **lm)
+{
+    const ElfW(Sym) *sym = NULL;
+    Dl_info info;
+    const ElfW(Sym) *symtab = NULL;
+    const ElfW(Half) *versym = NULL;
+    bool verdef = false;
+    if (!dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        !dladdr1(p, &info, (void **)lm, RTLD_DL_LINKMAP) || !*lm)
+        return false;
+    for (const ElfW(Dyn) *e = (*lm)->l_ld; e && e->d_tag != DT_NULL; e++) {
+        uintptr_t v = e->d_un.d_ptr < (*lm)->l_addr ? (*lm)->l_addr + e->d_un.d_ptr : e->d_un.d_ptr;
+        if (e->d_tag == DT_SYMTAB)
+            symtab = (const void *)v;
+        else if (e->d_tag == DT_VERSYM)
+            versym = (const void *)v;
+        else if (e->d_tag == DT_VERDEF)
+            verdef = true;
+    }
+    if (!versym)
+        return true;
+    return !verdef && symtab && (versym[sym - symtab] & 0x7fff) == 1;
+}
+
+/* Does object a come before object b in load (= global scope) order? */
+static bool loaded_before(const struct link_map *a, const struct link_map *b)
+{
+    for (const struct link_map *m = a; m; m = m->l_next)
+        if (m == b)
+            return true;
+    return false;
+}
+
+/* dlvsym looks a version up as "hidden", so it never returns an unversioned definition;
+ * the linker does (an embedded OpenSSL built without symbol versions, loaded first,
+ * interposes the system libssl/libcrypto for every caller). Ask both ways and keep what
+ * the linker would: the unversioned definition when it comes first in scope order. */
 static void *lookup_next(const char *name, const char *ver)
 {
-    return usable(ver ? dlvsym(RTLD_NEXT, name, ver) : dlsym(RTLD_NEXT, name));
+    if (!ver)
+        return usable(dlsym(RTLD_NEXT, name));
+    void *v = usable(dlvsym(RTLD_NEXT, name, ver));
+    void *d = usable(dlsym(RTLD_NEXT, name));
+    struct link_map *dlm = NULL, *vlm = NULL;
+    Dl_info info;
+    if (!d || d == v || !unversioned_def(d, &dlm))
+        return v;
+    if (v && (!dladdr1(v, &info, (void **)&vlm, RTLD_DL_LINKMAP) || !loaded_before(dlm, vlm)))
+        return v;
+    return d;
 }
 
 static void *lookup_in_scope(const struct tlsm_obj *caller, const char *name, const char *ver)

@@ -42,8 +42,18 @@ struct tlsm_fwd {
 
 struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
 
-/* Hot path: a few compares against the caller objects already seen for this function. */
-static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
+/* libtlsmeter.so's own address range. */
+extern uintptr_t tlsm_self_start, tlsm_self_end;
+/* The object this thread last forwarded a call into (issue 7). A hooked call whose return
+ * address lies inside libtlsmeter is a tail call made by the real function a hook just
+ * called (EVP_CipherUpdate -> jmp EVP_DecryptUpdate@plt, SSL_connect -> SSL_do_handshake):
+ * the linker would have bound it as a call of that object, so resolve it as one. Taking
+ * the hook's own return address instead sent a RTLD_LOCAL system libcrypto's tail calls
+ * to whichever copy came first in the global scope (a vendor's). */
+extern __thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+const void *tlsm_obj_addr(const struct tlsm_obj *o);
+
+static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *caller)
 {
     struct tlsm_hook *h = &tlsm_hooks[id];
     int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
@@ -54,6 +64,17 @@ static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
             return (struct tlsm_fwd){h->slot[i].fn, h->slot[i].target};
     }
     return tlsm_resolve_slow(id, caller);
+}
+
+/* Hot path: a few compares against the caller objects already seen for this function. */
+static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
+{
+    if ((uintptr_t)caller - tlsm_self_start < tlsm_self_end - tlsm_self_start && tlsm_fwd_last)
+        caller = tlsm_obj_addr(tlsm_fwd_last);
+    struct tlsm_fwd f = tlsm_forward_at(id, caller);
+    if (f.target)
+        tlsm_fwd_last = f.target;
+    return f;
 }
 
 /* The real function, typed like the OpenSSL declaration: REAL(SSL_read, ra). */
