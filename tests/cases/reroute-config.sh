@@ -28,7 +28,7 @@ fi
 # bad TAG WORD MODE-IN-TRACE VAR=VALUE...: a curl download with those settings. WORD (a fixed
 # string: the bad value) must appear in the one warning and in end.reroute.off_reason.
 bad() {
-    local tag=$1 word=$2 mode=$3 name="reroute-config $1" p=$d/$1 why warn
+    local word=$2 mode=$3 name="reroute-config $1" p=$d/$1 why warn
     shift 3
     TLS_ENV=("$@")
     tls_client curl "$TLS_PORT" c.bin "$p" "$p.trace.%p.jsonl"

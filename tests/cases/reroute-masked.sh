@@ -75,7 +75,7 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES256-GCM-SHA3
         tls_server_stop
         continue
     fi
-    native= hw=
+    native='' hw=''
     if run_ab masked-native native OPENSSL_ia32cap="$MASK"; then
         native=$TRACE
         classified "reroute-masked masked native is table $suite" table native "$cipher" "$native"
