@@ -121,7 +121,7 @@ $(FUZZER): $(FUZZ_SRCS) $(wildcard analyzer/*.h)
 	$(if $(Q),@echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(JANSSON_CFLAGS) \
-		-o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) -lm
+		$(DW_CFLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 fuzz: $(FUZZER)
 	$(Q)tests/fuzz/run $(FUZZER) $(FUZZ_TIME)
 

@@ -8,7 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum ev_kind { EV_OTHER, EV_HEADER, EV_LIB, EV_CONN, EV_REC, EV_READ, EV_STACK, EV_END, EV_CALIB };
+enum ev_kind {
+    EV_OTHER,
+    EV_HEADER,
+    EV_LIB,
+    EV_CONN,
+    EV_REC,
+    EV_READ,
+    EV_STACK,
+    EV_END,
+    EV_CALIB,
+    EV_MODULE
+};
 
 enum ev_int {
     I_T,

@@ -1,31 +1,20 @@
-/* folded.c: folded stacks weighted by crypto ns, for flamegraph.pl, speedscope, inferno.
- * Until the preload records stacks, the honest "stack" is process;connection;cipher;path. */
+/* folded.c: folded stacks (one "frame;frame;... weight" line per call path, outermost frame
+ * first), for flamegraph.pl, speedscope, inferno. Weighted by crypto ns or by bytes. */
 #include "report.h"
 
-static void frame(FILE *out, const char *s)
-{
-    /* ';' separates frames and the last space separates the weight: keep both out. */
-    for (; *s; s++)
-        fputc(*s == ';' ? ':' : *s == '\n' ? ' ' : *s, out);
-}
-
-void report_folded(FILE *out, const struct model *m)
+void report_folded(FILE *out, const struct profile *p, bool bytes)
 {
     size_t i;
+    uint32_t k;
 
-    for (i = 0; i < m->nfolds; i++) {
-        const struct fold *f = &m->folds[i];
-        const struct trace *t = &m->traces[f->trace];
+    for (i = 0; i < p->ne; i++) {
+        const struct pentry *e = &p->e[i];
+        uint64_t w = bytes ? e->bytes : e->ns;
 
-        if (!f->ns)
+        if (!w)
             continue;
-        frame(out, trace_name(t));
-        if (m->ntraces > 1)
-            fprintf(out, " %lld", (long long)t->pid);
-        fprintf(out, ";conn %lld;", (long long)f->conn);
-        frame(out, *model__name(m, f->cipher) ? model__name(m, f->cipher) : "?");
-        fputc(';', out);
-        frame(out, *model__name(m, f->path) ? model__name(m, f->path) : "?");
-        fprintf(out, " %llu\n", (unsigned long long)f->ns);
+        for (k = 0; k < e->n; k++)
+            fprintf(out, "%s%s", k ? ";" : "", profile__name(p, (int)p->frames[e->first + k]));
+        fprintf(out, " %llu\n", (unsigned long long)w);
     }
 }

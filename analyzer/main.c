@@ -2,9 +2,11 @@
 #include "reader.h"
 #include "report.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum exit_code {
     EXIT_OK = 0,
@@ -18,8 +20,8 @@ enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME };
 
 struct env {
     enum output output;
-    bool compare, quiet;
-    const char *outfile;
+    bool compare, quiet, by_bytes;
+    const char *outfile, *flamegraph, *sysroot;
     char **files_a, **files_b;
     int na, nb;
 };
@@ -32,7 +34,10 @@ static const char usage_text[] =
     "\n"
     "  (default)          text report\n"
     "  -j, --json         one JSON summary object (for scripts and CI gates)\n"
-    "  -f, --folded       folded stacks weighted by crypto ns (flamegraph.pl, speedscope)\n"
+    "  -f, --folded       folded call stacks weighted by crypto ns (flamegraph.pl, speedscope)\n"
+    "  -F, --flamegraph SVG  also write an SVG flame graph weighted by crypto ns\n"
+    "  -w, --weight ns|bytes  weight of --folded and --flamegraph (default ns)\n"
+    "  -s, --sysroot DIR  symbolize stacks from DIR/PATH (a copy of the device's files)\n"
     "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
     "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
     "      --vs           in --compare: the traces after it form group B\n"
@@ -44,17 +49,37 @@ static const char usage_text[] =
     "Exit status:\n"
     "  0  report written\n"
     "  1  a file could not be read or the output not written\n"
-    "  2  usage error\n"
+    "  2  usage error (also: a --sysroot that is not a directory)\n"
     "  3  no rec or read event in any input (the report is still written)\n"
     "  4  an input is not a tlsmeter trace, or has a newer format version\n";
 
 static const struct option long_opts[] = {
-    {"json", no_argument, NULL, 'j'},         {"folded", no_argument, NULL, 'f'},
-    {"chrome", no_argument, NULL, 'c'},       {"compare", no_argument, NULL, 'C'},
-    {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
-    {"version", no_argument, NULL, 'V'},      {"help", no_argument, NULL, 'h'},
-    {"vs", no_argument, NULL, 'v'},           {NULL, 0, NULL, 0},
+    {"json", no_argument, NULL, 'j'},
+    {"folded", no_argument, NULL, 'f'},
+    {"chrome", no_argument, NULL, 'c'},
+    {"compare", no_argument, NULL, 'C'},
+    {"output", required_argument, NULL, 'o'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"version", no_argument, NULL, 'V'},
+    {"help", no_argument, NULL, 'h'},
+    {"vs", no_argument, NULL, 'v'},
+    {"flamegraph", required_argument, NULL, 'F'},
+    {"weight", required_argument, NULL, 'w'},
+    {"sysroot", required_argument, NULL, 's'},
+    {NULL, 0, NULL, 0},
 };
+
+static bool takes_value(const char *a)
+{
+    static const char *const with_value[] = {"-o", "--output", "-F", "--flamegraph",
+                                             "-w", "--weight", "-s", "--sysroot"};
+    size_t i;
+
+    for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+        if (!strcmp(a, with_value[i]))
+            return true;
+    return false;
+}
 
 /* How many operands come before "--vs": getopt permutes argv, so count them first. */
 static int operands_before_vs(int argc, char **argv)
@@ -66,7 +91,7 @@ static int operands_before_vs(int argc, char **argv)
             return n;
         if (!strcmp(argv[i], "--"))
             break;
-        if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output"))
+        if (takes_value(argv[i]))
             i++;
         else if (argv[i][0] != '-' || !strcmp(argv[i], "-"))
             n++;
@@ -95,6 +120,15 @@ static int parse_opt(struct env *env, int c)
     case 'q':
         env->quiet = true;
         return 0;
+    case 'F':
+        env->flamegraph = optarg;
+        return 0;
+    case 's':
+        env->sysroot = optarg;
+        return 0;
+    case 'w':
+        env->by_bytes = !strcmp(optarg, "bytes");
+        return env->by_bytes || !strcmp(optarg, "ns") ? 0 : -1;
     case 'v':
         return 0;
     case 'V':
@@ -119,6 +153,8 @@ static int split_groups(struct env *env, int nops, char **ops, int before_vs)
             return -1;
         before_vs = 1;
     }
+    if (env->flamegraph)
+        return -1;
     env->na = before_vs;
     env->files_b = ops + before_vs;
     env->nb = nops - before_vs;
@@ -131,10 +167,10 @@ static int parse_args(struct env *env, int argc, char **argv)
 {
     int before_vs = operands_before_vs(argc, argv), c;
 
-    while ((c = getopt_long(argc, argv, "jfcCo:qVh", long_opts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:", long_opts, NULL)) != -1)
         if (parse_opt(env, c))
             return -1;
-    if (optind >= argc)
+    if (optind >= argc || (env->flamegraph && env->output == OUT_CHROME))
         return -1;
     return split_groups(env, argc - optind, argv + optind, before_vs);
 }
@@ -176,21 +212,56 @@ static bool any_header(const struct model *m)
     return false;
 }
 
-static int write_single(const struct env *env, struct model *m, FILE *out)
+static int write_flamegraph(const struct env *env, const struct model *m, const struct profile *p)
 {
-    struct summary s;
+    FILE *f = fopen(env->flamegraph, "w");
+    char title[300];
+    int rc;
+
+    if (!f) {
+        fprintf(stderr, "%s: %s\n", env->flamegraph, strerror(errno));
+        return -1;
+    }
+    if (m->ntraces == 1)
+        snprintf(title, sizeof(title), "tlsmeter: who is decrypting: %s (pid %lld)",
+                 trace_name(&m->traces[0]), (long long)m->traces[0].pid);
+    else
+        snprintf(title, sizeof(title), "tlsmeter: who is decrypting: %zu traces", m->ntraces);
+    rc = report_flamegraph(f, p, env->by_bytes, title);
+    if (fclose(f))
+        rc = -1;
+    if (rc)
+        fprintf(stderr, "%s: cannot write the flame graph\n", env->flamegraph);
+    return rc;
+}
+
+static int write_single(const struct env *env, struct model *m, FILE *out, FILE *warn)
+{
+    static struct summary s;
+    struct profile p;
+    int rc = 0;
 
     if (!any_header(m))
         return 0; /* nothing but empty files: the exit status says it */
+    stacks__finish(&m->stacks);
+    profile__build(&p, m, env->sysroot, true, warn);
+    if ((env->output == OUT_FOLDED || env->flamegraph) && !p.any_stacks && warn)
+        fprintf(warn, "tlsmeter-analyze: no stack events in the input: one frame per "
+                      "connection (record with TLSMETER_STACKS=N for call stacks)\n");
+    if (env->flamegraph && write_flamegraph(env, m, &p))
+        rc = -1;
     if (env->output == OUT_FOLDED) {
-        report_folded(out, m);
-        return 0;
+        report_folded(out, &p, env->by_bytes);
+    } else {
+        summary__build(&s, m);
+        s.prof = &p;
+        if (env->output == OUT_JSON)
+            rc |= report_json(out, &s);
+        else
+            report_text(out, &s);
     }
-    summary__build(&s, m);
-    if (env->output == OUT_JSON)
-        return report_json(out, &s);
-    report_text(out, &s);
-    return 0;
+    profile__free(&p);
+    return rc;
 }
 
 static int run_compare(const struct env *env, FILE *out, FILE *warn)
@@ -225,7 +296,6 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
     int rc, wrc = 0;
 
     model__init(&m);
-    m.want_folds = env->output == OUT_FOLDED;
     if (env->output == OUT_CHROME) {
         ch = chrome__open(out);
         m.hook = chrome__event;
@@ -235,9 +305,16 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
     if (ch)
         wrc = chrome__close(ch);
     else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)
-        wrc = write_single(env, &m, out);
+        wrc = write_single(env, &m, out, warn);
     model__free(&m);
     return wrc && rc == EXIT_OK ? EXIT_IO : rc;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+
+    return !stat(path, &st) && S_ISDIR(st.st_mode);
 }
 
 int main(int argc, char **argv)
@@ -248,6 +325,10 @@ int main(int argc, char **argv)
 
     if (parse_args(&env, argc, argv)) {
         fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    if (env.sysroot && !is_dir(env.sysroot)) {
+        fprintf(stderr, "tlsmeter-analyze: --sysroot %s: not a directory\n", env.sysroot);
         return EXIT_USAGE;
     }
     if (env.outfile && !(out = fopen(env.outfile, "w"))) {

@@ -37,9 +37,10 @@ void model__free(struct model *m)
         free_trace(&m->traces[i]);
     for (k = 0; k < m->nnames; k++)
         free(m->names[k]);
-    free(m->traces), free(m->buckets), free(m->conns), free(m->threads), free(m->folds);
+    free(m->traces), free(m->buckets), free(m->conns), free(m->threads);
     imap__free(&m->bucket_map), imap__free(&m->conn_map);
-    imap__free(&m->thread_map), imap__free(&m->fold_map);
+    imap__free(&m->thread_map);
+    stacks__free(&m->stacks);
     hist__free(&m->read_got), hist__free(&m->read_want);
     hist__free(&m->rec_len), hist__free(&m->recs_per_read);
 }
@@ -137,22 +138,6 @@ static struct thread *thread_get(struct model *m, struct trace *t, int64_t tid)
     return th;
 }
 
-static void fold_add(struct model *m, uint32_t ti, int64_t conn, int cipher, int path, uint64_t ns)
-{
-    uint64_t a = (uint64_t)ti << 32 | (uint64_t)cipher << 16 | (uint64_t)path;
-    long i = imap__get(&m->fold_map, a, (uint64_t)conn);
-    struct fold *f;
-
-    if (i < 0) {
-        grow_array((void **)&m->folds, &m->cap_folds, m->nfolds, sizeof(*m->folds));
-        f = &m->folds[m->nfolds];
-        f->trace = ti, f->conn = conn, f->cipher = cipher, f->path = path;
-        imap__put(&m->fold_map, a, (uint64_t)conn, (uint32_t)m->nfolds++);
-        i = (long)m->nfolds - 1;
-    }
-    m->folds[i].ns += ns;
-}
-
 /* The bytes the cipher processed: the wire length less the tag (and TLS 1.2's explicit
  * nonce). ns/byte is computed over these, so a failed tag (pt 0) still counts its work. */
 static uint64_t rec_ct(const struct event *e)
@@ -231,8 +216,7 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
     stats_rec(&conn_get(m, t, e->i[I_CONN])->st, e);
     stats_rec(&thread_get(m, t, e->i[I_TID])->st, e);
     hist__add(&m->rec_len, pos(e->i[I_LEN]), 1);
-    if (m->want_folds)
-        fold_add(m, ti, e->i[I_CONN], cipher, path, pos(e->i[I_CRYPTO_NS]));
+    stacks__rec(&m->stacks, ti, e, cipher, path);
     see_time(t, e->i[I_T], e->i[I_CRYPTO_NS]);
     return 0;
 }
@@ -253,6 +237,7 @@ static int feed_read(struct model *m, struct trace *t, const struct event *e, ch
     if (event__has(e, I_WANT))
         hist__add(&m->read_want, pos(e->i[I_WANT]), 1);
     hist__add(&m->recs_per_read, pos(e->i[I_RECS]), 1);
+    stacks__read(&m->stacks, trace_idx(m, t), e);
     see_time(t, e->i[I_T], e->i[I_NS]);
     return 0;
 }

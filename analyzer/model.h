@@ -7,6 +7,7 @@
 #include "event.h"
 #include "hist.h"
 #include "imap.h"
+#include "stacks.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -100,14 +101,6 @@ struct thread {
     struct stats st;
 };
 
-/* Crypto ns per folded stack (conn/cipher/path until stacks arrive). */
-struct fold {
-    uint32_t trace;
-    int64_t conn;
-    int cipher, path;
-    uint64_t ns;
-};
-
 struct model;
 typedef void (*event_hook)(void *ctx, const struct model *m, const struct trace *t,
                            const struct event *e);
@@ -121,15 +114,13 @@ struct model {
     size_t nconns, cap_conns;
     struct thread *threads;
     size_t nthreads, cap_threads;
-    struct fold *folds;
-    size_t nfolds, cap_folds;
-    struct imap bucket_map, conn_map, thread_map, fold_map;
+    struct imap bucket_map, conn_map, thread_map;
     char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
     int nnames;
     struct hist read_got, read_want, rec_len, recs_per_read;
     struct stats st;
-    bool want_folds;
-    event_hook hook; /* called for every rec/read event (chrome output) */
+    struct stacks stacks; /* call stacks and the crypto weight per stack */
+    event_hook hook;      /* called for every rec/read event (chrome output) */
     void *hook_ctx;
 };
 

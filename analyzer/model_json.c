@@ -96,6 +96,7 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
     t->version = str_dup(o, "version");
     t->emulated = looks_emulated(t, o);
     cpu_crypto(t, json_object_get(o, "cpu_crypto"));
+    stacks__header(&m->stacks, (uint32_t)(t - m->traces), json_object_get(o, "config"));
     return 0;
 }
 

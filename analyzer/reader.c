@@ -51,6 +51,10 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
         return model__end(r->m, r->t, o, err, errlen);
     case EV_CALIB:
         return model__calib(r->m, r->t, o, err, errlen);
+    case EV_STACK:
+        return stacks__stack(&r->m->stacks, (uint32_t)(r->t - r->m->traces), o, err, errlen);
+    case EV_MODULE:
+        return stacks__module(&r->m->stacks, (uint32_t)(r->t - r->m->traces), o, err, errlen);
     case EV_REC:
     case EV_READ:
     case EV_CONN:
@@ -58,7 +62,7 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
             return -1;
         return model__event(r->m, r->t, &r->ev, err, errlen);
     default:
-        r->t->lines_unknown++; /* stack, or a kind from a newer writer: not an error */
+        r->t->lines_unknown++; /* a kind from a newer writer: not an error */
         return 0;
     }
 }

@@ -3,6 +3,7 @@
 #define TLSM_REPORT_H
 
 #include "model.h"
+#include "profile.h"
 #include "summary.h"
 
 #include <stdio.h>
@@ -13,7 +14,13 @@ int report_json(FILE *out, const struct summary *s);
 json_t *report_json_object(const struct summary *s);
 void report_compare_text(FILE *out, const struct summary *a, const struct summary *b);
 int report_compare_json(FILE *out, const struct summary *a, const struct summary *b);
-void report_folded(FILE *out, const struct model *m);
+/* Folded stacks weighted by crypto ns, or by bytes. */
+void report_folded(FILE *out, const struct profile *p, bool bytes);
+/* A self-contained SVG flame graph; returns 0, or -1 when it could not be written. */
+int report_flamegraph(FILE *out, const struct profile *p, bool bytes, const char *title);
+/* The callers section of the text report and its JSON object. */
+void report_callers(FILE *out, const struct profile *p);
+json_t *report_callers_json(const struct profile *p);
 
 /* Chrome Trace Event output streams while reading: begin, one call per event, end. */
 struct chrome;

@@ -179,6 +179,8 @@ json_t *report_json_object(const struct summary *s)
     json_object_set_new(o, "ciphers", rows_arr(s));
     json_object_set_new(o, "connections", jint(s->m->nconns));
     json_object_set_new(o, "threads", jint(s->m->nthreads));
+    if (s->prof)
+        json_object_set_new(o, "callers", report_callers_json(s->prof));
     json_object_set_new(o, "verdicts", verdicts_arr(s));
     json_object_set_new(o, "traces", traces_arr(s));
     json_object_set_new(o, "lines", jint(s->lines));

@@ -196,6 +196,8 @@ void report_text(FILE *out, const struct summary *s)
     records(out, s);
     crypto(out, s);
     implementation(out, s);
+    if (s->prof)
+        report_callers(out, s->prof);
     report_conns(out, s);
     verdicts(out, s);
     input(out, s);

@@ -4,6 +4,7 @@
 
 #include "impl.h"
 #include "model.h"
+#include "profile.h"
 
 #define MAX_ROWS     64
 #define MAX_VERDICTS 24
@@ -31,8 +32,9 @@ struct verdict {
 
 struct summary {
     const struct model *m;
-    int64_t duration_ns; /* summed over traces: process-seconds for a fleet */
-    int64_t cpu_ns;      /* -1 when any trace lacks its end line */
+    const struct profile *prof; /* NULL: no caller attribution (compare) */
+    int64_t duration_ns;        /* summed over traces: process-seconds for a fleet */
+    int64_t cpu_ns;             /* -1 when any trace lacks its end line */
     uint64_t lines, lines_skipped, lines_unknown, dropped;
     bool truncated, emulated;
     double throughput, nspb, share_wall, share_cpu; /* share_cpu < 0: unknown */

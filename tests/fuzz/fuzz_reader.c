@@ -51,12 +51,19 @@ static void differential(const char *p, size_t n)
 static void outputs(struct model *m)
 {
     static struct summary s;
+    struct profile p;
 
+    stacks__finish(&m->stacks);
+    profile__build(&p, m, NULL, false, NULL); /* no files opened: frames as module+0xoffset */
     summary__build(&s, m);
+    s.prof = &p;
     report_text(devnull, &s);
     report_json(devnull, &s);
     report_compare_text(devnull, &s, &s);
-    report_folded(devnull, m);
+    report_folded(devnull, &p, false);
+    report_folded(devnull, &p, true);
+    report_flamegraph(devnull, &p, false, "fuzz");
+    profile__free(&p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -74,7 +81,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         differential(p, (size_t)(nl - p));
     }
     model__init(&m);
-    m.want_folds = true;
     ch = chrome__open(devnull);
     m.hook = chrome__event;
     m.hook_ctx = ch;
