@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -77,6 +80,52 @@ static const char *pick_source(const char *app_crypto)
     return NULL;
 }
 
+/* File offset of a virtual address, through the PT_LOAD segments. */
+static long vaddr_to_off(const ElfW(Ehdr) * eh, uint64_t va)
+{
+    const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && va >= ph[i].p_vaddr && va < ph[i].p_vaddr + ph[i].p_filesz)
+            return (long)(va - ph[i].p_vaddr + ph[i].p_offset);
+    return -1;
+}
+
+/* The copy must not answer to "libcrypto.so.3": the loader matches DT_NEEDED names against
+ * loaded objects' sonames, so a libssl loaded later would bind to our backend instead of
+ * the system libcrypto. Overwrite the soname in place with a shorter name of ours. */
+static void rename_soname(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr)))
+        return;
+    unsigned char *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        return;
+    const ElfW(Ehdr) *eh = (const void *)m;
+    const ElfW(Phdr) *ph = (const void *)(m + eh->e_phoff);
+    uint64_t strtab = 0, soname = 0;
+    bool have = false;
+    for (int i = 0; memcmp(m, ELFMAG, SELFMAG) == 0 && i < eh->e_phnum; i++) {
+        if (ph[i].p_type != PT_DYNAMIC)
+            continue;
+        for (const ElfW(Dyn) *d = (const void *)(m + ph[i].p_offset); d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_STRTAB)
+                strtab = d->d_un.d_ptr;
+            if (d->d_tag == DT_SONAME)
+                soname = d->d_un.d_val, have = true;
+        }
+    }
+    long off = have ? vaddr_to_off(eh, strtab) : -1;
+    if (off >= 0 && off + (long)soname < st.st_size) {
+        char *name = (char *)m + off + soname;
+        size_t len = strnlen(name, (size_t)(st.st_size - off - (long)soname));
+        static const char ours[] = "tlsm-bk.so";
+        if (len >= sizeof(ours) - 1)
+            memcpy(name, ours, sizeof(ours)); /* with its NUL: the rest is ignored */
+    }
+    munmap(m, (size_t)st.st_size);
+}
+
 static int copy_to_memfd(const char *src)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC);
@@ -99,6 +148,7 @@ static int copy_to_memfd(const char *src)
         close(out);
         return fail("copying %s into a memfd failed: %s", src, strerror(errno));
     }
+    rename_soname(out);
     return out;
 }
 

@@ -22,14 +22,14 @@
 
 /* Why an object is blind; names as written in the trace. */
 enum {
-    BL_SYMBOLIC = 1 << 0,   /* DT_SYMBOLIC / DF_SYMBOLIC: own definitions first, at link time */
-    BL_NO_EXPORTS = 1 << 1, /* exports no OpenSSL name: calls cannot be interposed */
-    BL_NO_RELOCS = 1 << 2,  /* no JUMP_SLOT/GLOB_DAT for the record functions */
+    BL_SYMBOLIC = 1 << 0,      /* DT_SYMBOLIC / DF_SYMBOLIC: own definitions first, at link time */
+    BL_NO_EXPORTS = 1 << 1,    /* exports no OpenSSL name: calls cannot be interposed */
+    BL_NO_RELOCS = 1 << 2,     /* no JUMP_SLOT/GLOB_DAT for the record functions */
     BL_GOT_ELSEWHERE = 1 << 3, /* relocations bound past the preload (RTLD_DEEPBIND, namespace) */
     BL_OLD_ABI = 1 << 4,       /* OpenSSL 1.x: tlsmeter supports 3.x only */
 };
-static const char *const reason_names[] = {"symbolic", "no_exports", "no_relocs",
-                                           "got_elsewhere", "openssl_1"};
+static const char *const reason_names[] = {"symbolic", "no_exports", "no_relocs", "got_elsewhere",
+                                           "openssl_1"};
 static const char *const reason_text[] = {
     "linked -Bsymbolic (DF_SYMBOLIC): its calls into its own OpenSSL bypass the PLT",
     "exports no OpenSSL symbols (hidden visibility or a version script)",
@@ -76,15 +76,32 @@ static void dyn_read(const struct link_map *lm, struct dyn *d)
     memset(d, 0, sizeof(*d));
     for (const ElfW(Dyn) *e = lm->l_ld; e && e->d_tag != DT_NULL; e++) {
         switch (e->d_tag) {
-        case DT_SYMTAB: d->symtab = dptr(lm, e->d_un.d_ptr); break;
-        case DT_STRTAB: d->strtab = dptr(lm, e->d_un.d_ptr); break;
-        case DT_JMPREL: d->rel[0] = dptr(lm, e->d_un.d_ptr); break;
-        case DT_PLTRELSZ: d->relsz[0] = e->d_un.d_val; break;
-        case DT_RELA: d->rel[1] = dptr(lm, e->d_un.d_ptr); break;
-        case DT_RELASZ: d->relsz[1] = e->d_un.d_val; break;
-        case DT_SYMBOLIC: d->symbolic = true; break;
-        case DT_FLAGS: d->symbolic |= (e->d_un.d_val & DF_SYMBOLIC) != 0; break;
-        default: break;
+        case DT_SYMTAB:
+            d->symtab = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_STRTAB:
+            d->strtab = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_JMPREL:
+            d->rel[0] = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_PLTRELSZ:
+            d->relsz[0] = e->d_un.d_val;
+            break;
+        case DT_RELA:
+            d->rel[1] = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_RELASZ:
+            d->relsz[1] = e->d_un.d_val;
+            break;
+        case DT_SYMBOLIC:
+            d->symbolic = true;
+            break;
+        case DT_FLAGS:
+            d->symbolic |= (e->d_un.d_val & DF_SYMBOLIC) != 0;
+            break;
+        default:
+            break;
         }
     }
 }
@@ -127,8 +144,8 @@ static void check_relocs(const struct link_map *lm, const struct dyn *d, struct 
 }
 
 struct marks {
-    bool ssl;          /* TLS record layer code (its source file name) */
-    char version[64];  /* OPENSSL_VERSION_TEXT */
+    bool ssl;         /* TLS record layer code (its source file name) */
+    char version[64]; /* OPENSSL_VERSION_TEXT */
 };
 
 /* "OpenSSL 3.0.19 27 Jan 2026": the version text libcrypto always carries. */
@@ -201,8 +218,8 @@ static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm
     if (d.symbolic)
         r |= BL_SYMBOLIC;
     if (_dl_find_object((void *)lm->l_ld, &f) == 0 &&
-        !exports_openssl(info->dlpi_name[0] ? info->dlpi_name : NULL,
-                         (uintptr_t)f.dlfo_map_start, (uintptr_t)f.dlfo_map_end))
+        !exports_openssl(info->dlpi_name[0] ? info->dlpi_name : NULL, (uintptr_t)f.dlfo_map_start,
+                         (uintptr_t)f.dlfo_map_end))
         r |= BL_NO_EXPORTS;
     if (!b->relocs)
         r |= BL_NO_RELOCS;
@@ -224,8 +241,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
         if (info->dlpi_phdr[i].p_type == PT_LOAD &&
             tlsm_is_self((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr)))
             return 0;
-    if (!info->dlpi_phnum || _dl_find_object((void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr),
-                                             &f) != 0 || !f.dlfo_link_map)
+    if (!info->dlpi_phnum ||
+        _dl_find_object((void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr), &f) != 0 ||
+        !f.dlfo_link_map)
         return 0;
     scan_marks(info, &m);
     if (!m.ssl)
