@@ -16,20 +16,20 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     fail "core-config: openssl s_server did not start"
     exit 0
 fi
-tls_client curl "$TLS_PORT" c.bin "$d/plain"
+tls_client "$TLS_DL" "$TLS_PORT" c.bin "$d/plain"
 if [ "$(cat "$d/plain.rc")" != 0 ]; then
-    fail "core-config: curl failed without the preload"
+    fail "core-config: $TLS_DL failed without the preload"
     exit 0
 fi
 
-# run_cfg TAG VAR=VALUE...: a traced curl download with those settings, compared with the
+# run_cfg TAG VAR=VALUE...: a traced download ($TLS_DL) with those settings, compared with the
 # plain run; sets P (output prefix) and TRACES. Returns 1 (after failing NAME) on a difference.
 run_cfg() {
     local tag=$1 why
     shift
     P=$d/$tag
     TLS_ENV=("$@")
-    tls_client curl "$TLS_PORT" c.bin "$P" "$P.trace.%p.jsonl"
+    tls_client "$TLS_DL" "$TLS_PORT" c.bin "$P" "$P.trace.%p.jsonl"
     TLS_ENV=()
     tls_traces "$P.trace.*"
     if ! why=$(tls_same_run "$tag" "$d/plain" "$P"); then
@@ -105,7 +105,7 @@ fi
 # The path template: %t is the start time in seconds, %% a percent sign, %p the pid.
 t0=$(date +%s)
 TLS_ENV=()
-tls_client curl "$TLS_PORT" c.bin "$d/tmpl" "$d/tmpl.%t.%%.%p.jsonl"
+tls_client "$TLS_DL" "$TLS_PORT" c.bin "$d/tmpl" "$d/tmpl.%t.%%.%p.jsonl"
 t1=$(date +%s)
 tls_traces "$d/tmpl.*.jsonl"
 if [ "${#TRACES[@]}" -ne 1 ]; then

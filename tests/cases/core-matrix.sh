@@ -48,6 +48,10 @@ for s in "${TLS_SUITES[@]}"; do
         continue
     fi
     for c in "${CLIENTS[@]}"; do
+        if [ "$c" = curl ] && ! tls_curl_ok; then
+            skip "core-matrix curl $suite: $TLS_CURL_SKIP"
+            continue
+        fi
         check_one "$c" "$proto" "$suite" "$cipher"
     done
     tls_server_stop

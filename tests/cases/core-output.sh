@@ -33,13 +33,18 @@ TLS_EXTRA_CLEANUP='devfull_side | xargs -r rm -f'
 
 # Programs: a TLS download to stdout (the preload is busy), and one that never loads OpenSSL.
 # shellcheck disable=SC2034 # used through a nameref
-PROG_curl=(curl -sS --cacert "$TLS_CERT" "https://127.0.0.1:$TLS_PORT/f.bin")
+if [ "$TLS_DL" = curl ]; then
+    PROG_dl=(curl -sS --cacert "$TLS_CERT" "https://127.0.0.1:$TLS_PORT/f.bin")
+else
+    PROG_dl=("$TLSM_PROGS/mtclient" -q -p "$TLS_PORT" -c "$TLS_CERT" -t 1 -n 1 \
+        -o /dev/stdout /f.bin)
+fi
 # shellcheck disable=SC2034 # used through a nameref
 PROG_sh=(sh -c 'echo out; echo err >&2; exit 7')
 
 # check_one NAME TEMPLATE PROG: run PROG plain and with TLSMETER_OUT=TEMPLATE (as TLS_RUNAS).
 check_one() {
-    local name="core-output $1 $3" tmpl=$2 prog=$3 p=$d/$1.$3 why n
+    local name="core-output $1 ${3/#dl/$TLS_DL}" tmpl=$2 prog=$3 p=$d/$1.$3 why n
     local -n cmd=PROG_$prog
     tls_run "$p.plain" "" "${cmd[@]}"
     tls_run "$p.traced" "$tmpl" "${cmd[@]}"
@@ -57,7 +62,7 @@ check_one() {
     fi
 }
 
-for prog in curl sh; do
+for prog in dl sh; do
     check_one missing-dir "$d/nonexistent/t.%p.jsonl" "$prog"
     check_one not-a-dir "$d/afile/t.%p.jsonl" "$prog"
     check_one dev-full /dev/full "$prog"
@@ -67,7 +72,7 @@ for prog in curl sh; do
         check_one read-only-dir "$d/ro/t.%p.jsonl" "$prog"
         TLS_RUNAS=()
     else
-        skip "core-output read-only-dir $prog: needs root and setpriv to run as nobody"
+        skip "core-output read-only-dir ${prog/#dl/$TLS_DL}: needs root and setpriv to run as nobody"
     fi
 done
 

@@ -10,6 +10,10 @@ tls_init "$d"
 tls_need_preload core-scripts
 W=$TLSM_TOP/scripts/tlsmeter
 lib=${TLSM_PRELOAD##*:}
+# Under SAN the sanitizer runtimes must come first: they go in LD_PRELOAD, the wrapper appends.
+SANPRE=
+[ "$lib" != "$TLSM_PRELOAD" ] && SANPRE=${TLSM_PRELOAD%:*}
+export LD_PRELOAD=$SANPRE
 
 # The linter is installed on demand (root), else the check is skipped.
 "$TLSM_TOP/scripts/install-deps" --extra shellcheck >/dev/null 2>&1
@@ -41,8 +45,9 @@ mkdir -p "$d/prefix/bin" "$d/prefix/lib"
 cp "$W" "$d/prefix/bin/tlsmeter"
 cp "$lib" "$d/prefix/lib/libtlsmeter.so"
 # shellcheck disable=SC2016 # expanded by the inner sh
-out=$(LD_PRELOAD=libm.so.6 "$d/prefix/bin/tlsmeter" record -q -- sh -c 'echo "$LD_PRELOAD"')
-if [ "$out" = "libm.so.6:$d/prefix/lib/libtlsmeter.so" ]; then
+out=$(LD_PRELOAD=${SANPRE:+$SANPRE:}libm.so.6 "$d/prefix/bin/tlsmeter" record -q -- \
+    sh -c 'echo "$LD_PRELOAD"')
+if [ "$out" = "${SANPRE:+$SANPRE:}libm.so.6:$d/prefix/lib/libtlsmeter.so" ]; then
     pass "core-scripts preload order and install prefix"
 else
     fail "core-scripts preload order and install prefix: LD_PRELOAD in the command was '$out'"
@@ -51,20 +56,25 @@ fi
 # A traced download through the wrapper: same bytes, one valid trace, named on stderr.
 tls_make_file w.bin 300007
 if tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
-    (cd "$d" && "$W" record --lib "$lib" -- curl -sS --cacert "$TLS_CERT" -o "$d/w.body" \
-        "https://127.0.0.1:$TLS_PORT/w.bin" >"$d/w.out" 2>"$d/w.err")
+    if [ "$TLS_DL" = curl ]; then
+        dl=(curl -sS --cacert "$TLS_CERT" -o "$d/w.body" "https://127.0.0.1:$TLS_PORT/w.bin")
+    else
+        dl=("$TLSM_PROGS/mtclient" -q -p "$TLS_PORT" -c "$TLS_CERT" -t 1 -n 1 -o "$d/w.body"
+            /w.bin)
+    fi
+    (cd "$d" && "$W" record --lib "$lib" -- "${dl[@]}" >"$d/w.out" 2>"$d/w.err")
     echo $? >"$d/w.rc"
     tls_server_stop
     tls_traces "$d/tlsmeter.*.jsonl"
+    name="core-scripts record $TLS_DL"
     if [ "$(cat "$d/w.rc")" != 0 ] || ! cmp -s "$d/w.body" "$TLS_WWW/w.bin"; then
-        fail "core-scripts record curl: exit $(cat "$d/w.rc"), body differs or missing"
+        fail "$name: exit $(cat "$d/w.rc"), body differs or missing"
     elif [ "${#TRACES[@]}" -ne 1 ]; then
-        fail "core-scripts record curl: ${#TRACES[@]} traces in the cwd, want 1"
+        fail "$name: ${#TRACES[@]} traces in the cwd, want 1"
     elif ! grep -q "^tlsmeter: trace: ./$(basename "${TRACES[0]}")" "$d/w.err"; then
-        fail "core-scripts record curl: stderr does not name the trace: $(head -c 200 "$d/w.err")"
+        fail "$name: stderr does not name the trace: $(head -c 200 "$d/w.err")"
     else
-        tls_trace_check "core-scripts record curl" "${TRACES[0]}" --body 300007 --full-read \
-            --conns 1
+        tls_trace_check "$name" "${TRACES[0]}" --body 300007 --full-read --conns 1
         if [ -x "$O/tlsmeter-analyze" ]; then
             check "core-scripts analyze" bash -c "'$W' analyze '${TRACES[0]}' | grep -q AES-128-GCM"
         else
@@ -72,10 +82,14 @@ if tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
         fi
     fi
 else
-    fail "core-scripts record curl: openssl s_server did not start"
+    fail "core-scripts record: openssl s_server did not start"
 fi
 
 # scripts/demo end to end, small, in its own build folder (links to the real artifacts).
+if ! tls_curl_ok; then
+    skip "core-scripts demo: $TLS_CURL_SKIP"
+    exit 0
+fi
 mkdir -p "$d/o"
 ln -s "$lib" "$d/o/libtlsmeter.so"
 [ -x "$O/tlsmeter-analyze" ] && ln -s "$O/tlsmeter-analyze" "$d/o/tlsmeter-analyze"

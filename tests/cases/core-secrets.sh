@@ -17,8 +17,13 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
 fi
 
 # No 16-byte window of the plaintext (raw or hex) and no TLS secret from the key log (curl and
-# Python both honour SSLKEYLOGFILE) in the trace. Run under umask 000: the file must be 0600.
-for c in curl py; do
+# Python and our client all honour SSLKEYLOGFILE) in the trace. Run under umask 000: the file
+# must be 0600.
+for c in curl py tlsget; do
+    if [ "$c" = curl ] && ! tls_curl_ok; then
+        skip "core-secrets curl: $TLS_CURL_SKIP"
+        continue
+    fi
     p=$d/$c
     TLS_ENV=(SSLKEYLOGFILE="$p.keys")
     (umask 000 && tls_client "$c" "$TLS_PORT" s.bin "$p" "$p.trace.%p.jsonl")
@@ -46,9 +51,9 @@ plant_check() {
     dangling) ln -s "$victim" "$out" ;;
     file) printf 'precious\n' >"$out" && chmod 0644 "$out" ;;
     esac
-    tls_client curl "$TLS_PORT" s.bin "$p" "$out"
+    tls_client "$TLS_DL" "$TLS_PORT" s.bin "$p" "$out"
     if [ "$(cat "$p.rc")" != 0 ]; then
-        fail "$name: curl exit $(cat "$p.rc") under the preload"
+        fail "$name: $TLS_DL exit $(cat "$p.rc") under the preload"
     elif [ "$1" = dangling ] && [ -e "$victim" ]; then
         fail "$name: the symlink's target $victim was created"
     elif [ "$1" = symlink ] && [ "$(cat "$victim")/$(stat -c %a "$victim")" != "precious/644" ]; then

@@ -55,6 +55,10 @@ for s in "${CONFIGS[@]}"; do
         continue
     fi
     for c in "${CLIENTS[@]}"; do
+        if [ "$c" = curl ] && ! tls_curl_ok; then
+            skip "core-tamper curl $suite: $TLS_CURL_SKIP"
+            continue
+        fi
         check_one "$c" "$proto" "$suite"
     done
     tls_stop_pid "$PROXY_PID"

@@ -5,18 +5,19 @@
 
 #include "tlsget.h"
 
-/* Usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] [-n CONNS] [-o FILE] PATH...
+/* Usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] [-n CONNS] [-o FILE] [-q] PATH...
  *
  * Connection k of thread i downloads PATH[(i * CONNS + k) % npaths]. Odd threads use
  * SSL_read_ex, even ones SSL_read; threads with bit 1 set read 5000 bytes at a time (smaller
  * than a record), the others 16384. Prints per connection, in completion order:
  *   conn tid=T thread=I seq=K path=P got=N body=N sha256=HEX ok=1
- * (tid is the kernel thread id, as in the trace). -o writes the body (one connection only).
+ * (tid is the kernel thread id, as in the trace). -o writes the body (one connection only;
+ * -o /dev/stdout works), -q leaves the per-connection lines out.
  * Exit 0 when every connection succeeded, 1 otherwise, 2 on bad usage. */
 
 struct opts {
     const char *host, *cafile, *outfile;
-    int port, threads, conns, npaths;
+    int port, threads, conns, npaths, quiet;
     char **paths;
     SSL_CTX *ctx;
 };
@@ -28,8 +29,10 @@ static int failures;
 static void report(int thread, int seq, const char *path, const struct tlsget *r)
 {
     pthread_mutex_lock(&print_lock);
-    printf("conn tid=%ld thread=%d seq=%d path=%s got=%zu body=%zu sha256=%s ok=%d\n",
-           (long)syscall(SYS_gettid), thread, seq, path, r->got, r->body, r->sha256, !r->err[0]);
+    if (!opt.quiet)
+        printf("conn tid=%ld thread=%d seq=%d path=%s got=%zu body=%zu sha256=%s ok=%d\n",
+               (long)syscall(SYS_gettid), thread, seq, path, r->got, r->body, r->sha256,
+               !r->err[0]);
     if (r->err[0]) {
         fprintf(stderr, "mtclient: thread %d conn %d %s: %s\n", thread, seq, path, r->err);
         failures++;
@@ -63,7 +66,7 @@ static int parse(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "p:c:h:t:n:o:")) != -1) {
+    while ((c = getopt(argc, argv, "p:c:h:t:n:o:q")) != -1) {
         switch (c) {
         case 'p':
             opt.port = atoi(optarg);
@@ -82,6 +85,9 @@ static int parse(int argc, char **argv)
             break;
         case 'o':
             opt.outfile = optarg;
+            break;
+        case 'q':
+            opt.quiet = 1;
             break;
         default:
             return -1;
@@ -102,7 +108,7 @@ int main(int argc, char **argv)
 
     if (parse(argc, argv)) {
         fprintf(stderr, "usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] "
-                        "[-n CONNS] [-o FILE] PATH...\n");
+                        "[-n CONNS] [-o FILE] [-q] PATH...\n");
         return 2;
     }
     opt.ctx = tlsget_ctx(opt.cafile);

@@ -3,7 +3,9 @@
 #define TLSGET_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +25,26 @@ struct tlsget {
     int use_ex;      /* SSL_read_ex instead of SSL_read */
 };
 
+/* SSLKEYLOGFILE, as curl and Python honour it: the secrets test looks for them in traces.
+ * One write(2) per line on an O_APPEND descriptor, so threads do not interleave. */
+static void tlsget_keylog(const SSL *ssl, const char *line)
+{
+    const char *path = getenv("SSLKEYLOGFILE");
+    char buf[1024];
+    int fd, n;
+
+    (void)ssl;
+    if (!path || !*path)
+        return;
+    n = snprintf(buf, sizeof(buf), "%s\n", line);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return;
+    if (n > 0 && n < (int)sizeof(buf) && write(fd, buf, n) != n)
+        n = -1;
+    close(fd);
+}
+
 /* A client context trusting CAFILE. The test server (-WWW) closes without close_notify, so
  * an EOF is the normal end of the body. */
 static SSL_CTX *tlsget_ctx(const char *cafile)
@@ -33,6 +55,7 @@ static SSL_CTX *tlsget_ctx(const char *cafile)
         return NULL;
     SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_keylog_callback(ctx, tlsget_keylog);
     if (SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1) {
         SSL_CTX_free(ctx);
         return NULL;
