@@ -55,18 +55,16 @@ target_cmd() {
         return 0
     fi
     [[ $prog == */* ]] || prog=$TLSM_SYSROOT/usr/bin/$prog
-    # The guest's library path is explicit: a host LD_LIBRARY_PATH (inherited by the
-    # guest) must not steer the arm64 loader, and qemu -L alone would also fall back
-    # to the host's /lib for a library the sysroot lacks.
-    local q=() libs="$TLSM_SYSROOT/lib/aarch64-linux-gnu:$TLSM_SYSROOT/usr/lib/aarch64-linux-gnu"
-    local v have_llp=0
+    # Libraries are found through qemu -L alone: the guest loader opens
+    # /usr/lib/aarch64-linux-gnu/..., qemu serves it from the sysroot, and the trace
+    # names the paths a board would (lib.path, module.path: what --sysroot maps back).
+    # A host LD_LIBRARY_PATH would be inherited by the guest: it is dropped.
+    local q=() v
     for v in "${guest[@]}"; do
-        [[ $v == LD_LIBRARY_PATH=* ]] && have_llp=1
         q+=(-E "$v")
     done
-    [ "$have_llp" = 1 ] || q+=(-E "LD_LIBRARY_PATH=$libs")
     # shellcheck disable=SC2206
-    TARGET_CMD=(env -u LD_PRELOAD "${envs[@]}" $TLSM_RUNNER "${q[@]}" "$prog" "$@")
+    TARGET_CMD=(env -u LD_PRELOAD -u LD_LIBRARY_PATH "${envs[@]}" $TLSM_RUNNER "${q[@]}" "$prog" "$@")
 }
 
 run_target() {
