@@ -3,6 +3,8 @@
 #include "caps.h"
 
 #include <elf.h>
+#include <stdbool.h>
+#include <sys/auxv.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +145,40 @@ void tlsm_cpu_model(char *buf, size_t cap)
         snprintf(buf, cap, "unknown");
 }
 
+#if defined(__aarch64__)
+/* aarch64: the kernel's hwcaps are the truth (under qemu-user, the emulated CPU's), while
+ * /proc/cpuinfo under qemu-user is the host's. */
+void tlsm_cpu_crypto_json(char *buf, size_t cap)
+{
+    static const struct {
+        unsigned long bit;
+        const char *name;
+    } caps[] = {{1ul << 3, "aes"},  {1ul << 4, "pmull"}, {1ul << 5, "sha1"},
+                {1ul << 6, "sha2"}, {1ul << 17, "sha3"}, {1ul << 21, "sha512"}};
+    unsigned long hw = getauxval(AT_HWCAP);
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && n < cap; i++)
+        if (hw & caps[i].bit)
+            n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", n > 1 ? "," : "", caps[i].name);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+bool tlsm_cpu_emulated(void)
+{
+    static char text[16384];
+    char flags[64];
+    if (read_cpuinfo(text, sizeof(text)))
+        return false;
+    field(text, "vendor_id", flags, sizeof(flags));
+    return flags[0] != 0; /* an x86 cpuinfo seen by an aarch64 process: qemu-user */
+}
+#else
+bool tlsm_cpu_emulated(void)
+{
+    return false;
+}
+
 void tlsm_cpu_crypto_json(char *buf, size_t cap)
 {
     static const char *const want[] = {"aes",  "pclmulqdq", "vaes",   "vpclmulqdq", "ssse3",
@@ -167,3 +203,4 @@ void tlsm_cpu_crypto_json(char *buf, size_t cap)
     if (n < cap)
         snprintf(buf + n, cap - n, "]");
 }
+#endif

@@ -3,6 +3,7 @@
 #define TLSM_CAPS_H
 
 #include <link.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Decode "CPUINFO: OPENSSL_ia32cap=0x..:0x.." or "OPENSSL_armcap=0x.." into a JSON
@@ -13,6 +14,8 @@ void tlsm_caps_json(const char *cpuinfo, char *buf, size_t cap);
 void tlsm_build_id(const struct link_map *lm, char *buf, size_t cap);
 /* This CPU's crypto features as a JSON array (header event). */
 void tlsm_cpu_crypto_json(char *buf, size_t cap);
+/* True when an aarch64 process runs under qemu-user (it then sees the host's cpuinfo). */
+bool tlsm_cpu_emulated(void);
 /* CPU model name. */
 void tlsm_cpu_model(char *buf, size_t cap);
 

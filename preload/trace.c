@@ -147,6 +147,8 @@ static void header_fields(struct tlsm_json *j)
     tlsm_json_str(j, "arch", "unknown");
 #endif
     tlsm_json_str(j, "cpu", cpu);
+    if (tlsm_cpu_emulated())
+        tlsm_json_bool(j, "emulated", true);
     tlsm_json_raw(j, "cpu_crypto", crypto);
     tlsm_json_int(j, "ncpu", sysconf(_SC_NPROCESSORS_ONLN));
     tlsm_json_str(j, "crypto_mode", tlsm_mode_name(tlsm_cfg.crypto));
