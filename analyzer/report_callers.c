@@ -43,7 +43,7 @@ void report_callers(FILE *out, const struct profile *p)
             (unsigned long long)p->nstacks, (long long)p->sampling,
             fmt_pct(&a, share(p, p->ns_sampled)), fmt_pct(&b, share(p, p->ns_inherited)),
             fmt_pct(&c, share(p, p->ns_none)));
-    rows_line(out, p, "SSL_read called from", p->callers.mods, p->callers.nmods);
+    rows_line(out, p, "SSL_* called from", p->callers.mods, p->callers.nmods);
     rows_line(out, p, "crypto done by", p->callers.crypto, p->callers.ncrypto);
     fprintf(out, "  top callers by crypto time\n");
     for (i = 0; i < p->callers.ntop; i++)
