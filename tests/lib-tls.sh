@@ -59,6 +59,7 @@ tls_cleanup() {
     done
     TLS_PIDS=()
     [ -n "${TLS_EXTRA_CLEANUP:-}" ] && eval "$TLS_EXTRA_CLEANUP"
+    [ -n "${TLS_NB_TMP:-}" ] && rm -rf "$TLS_NB_TMP"
     if [ -n "${TLS_DIR:-}" ] && [ -d "$TLS_DIR" ]; then
         if tail -n +"$((TLS_RESULTS_START + 1))" "$TLSM_RESULTS" | grep -q '^FAIL'; then
             find "$TLS_DIR" -type f -size +1M -delete 2>/dev/null
@@ -112,6 +113,31 @@ tls_need_preload() {
         fail "$1: preload not built ($f); run make"
         exit 0
     fi
+}
+
+# tls_nobody_dir PROG...: a directory user nobody can reach for the cases that run as nobody
+# (a CI checkout may sit under a directory only root can enter). The case dir when nobody can
+# read files there, else a fresh directory under /tmp (removed on exit). Holds copies of the
+# certificate (TLS_NB_CERT), the library (TLS_NB_PRELOAD: sanitizer runtimes, if any, stay
+# where they are) and of each PROG. Sets TLS_NB_DIR.
+tls_nobody_dir() {
+    local lib=${TLSM_PRELOAD##*:} p
+    if setpriv --reuid=nobody --regid=nogroup --clear-groups test -r "$TLS_CERT" 2>/dev/null; then
+        TLS_NB_DIR=$TLS_DIR/nobody
+        mkdir -p "$TLS_NB_DIR"
+    else
+        TLS_NB_DIR=$(mktemp -d /tmp/tlsm-test.XXXXXX) || return 1
+        TLS_NB_TMP=$TLS_NB_DIR
+    fi
+    chmod 0755 "$TLS_NB_DIR"
+    install -m 0644 "$TLS_CERT" "$TLS_NB_DIR/cert.pem"
+    install -m 0755 "$lib" "$TLS_NB_DIR/libtlsmeter.so"
+    TLS_NB_CERT=$TLS_NB_DIR/cert.pem
+    TLS_NB_PRELOAD=$TLS_NB_DIR/libtlsmeter.so
+    [ "$lib" != "$TLSM_PRELOAD" ] && TLS_NB_PRELOAD=${TLSM_PRELOAD%:*}:$TLS_NB_PRELOAD
+    for p in "$@"; do
+        install -m 0755 "$p" "$TLS_NB_DIR/"
+    done
 }
 
 # tls_make_file NAME SIZE: random content in the docroot.
@@ -184,16 +210,19 @@ tls_server_stop() {
 # tls_run OUTPREFIX TRACE CMD...: run CMD with stdout/stderr/exit code in OUTPREFIX.{out,err,rc}.
 # TRACE empty: no preload; else TRACE is the TLSMETER_OUT template. Extra environment for the
 # traced run comes from the array TLS_ENV (VAR=VALUE words); the array TLS_RUNAS (e.g. setpriv
-# ...) goes in front of env, so it never runs under the preload itself. Bounded by
+# ...) goes in front of env, so it never runs under the preload itself; TLS_PRELOAD, when set,
+# replaces $TLSM_PRELOAD. Bounded by
 # $TLS_RUN_TIMEOUT seconds (a hung run must not eat the whole case's time).
 tls_run() {
     local p=$1 trace=$2 rc
     shift 2
     if [ -z "$trace" ]; then
-        timeout -k 5 "$TLS_RUN_TIMEOUT" "${TLS_RUNAS[@]}" env -u LD_PRELOAD "$@" >"$p.out" 2>"$p.err"
+        timeout -k 5 "$TLS_RUN_TIMEOUT" "${TLS_RUNAS[@]}" env -u LD_PRELOAD "$@" \
+            >"$p.out" 2>"$p.err"
     else
-        timeout -k 5 "$TLS_RUN_TIMEOUT" "${TLS_RUNAS[@]}" env LD_PRELOAD="$TLSM_PRELOAD" \
-            TLSMETER_OUT="$trace" "${TLS_ENV[@]}" "$@" >"$p.out" 2>"$p.err"
+        timeout -k 5 "$TLS_RUN_TIMEOUT" "${TLS_RUNAS[@]}" \
+            env LD_PRELOAD="${TLS_PRELOAD:-$TLSM_PRELOAD}" TLSMETER_OUT="$trace" "${TLS_ENV[@]}" \
+            "$@" >"$p.out" 2>"$p.err"
     fi
     rc=$?
     echo "$rc" >"$p.rc"

@@ -16,7 +16,10 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     exit 0
 fi
 touch "$d/afile"
-mkdir -p "$d/ro" && chmod 0555 "$d/ro"
+# The read-only case runs as nobody: its files and directory must be reachable for nobody.
+tls_nobody_dir "$TLSM_PROGS/mtclient"
+ro=$TLS_NB_DIR/ro
+mkdir -p "$ro" && chmod 0555 "$ro"
 # /dev/full.N must not appear: with O_EXCL the writer may try NAME.1 ... next to the target.
 # devfull_side: files /dev/full.* that were not there when the case started.
 devfull_side() {
@@ -34,9 +37,9 @@ TLS_EXTRA_CLEANUP='devfull_side | xargs -r rm -f'
 # Programs: a TLS download to stdout (the preload is busy), and one that never loads OpenSSL.
 # shellcheck disable=SC2034 # used through a nameref
 if [ "$TLS_DL" = curl ]; then
-    PROG_dl=(curl -sS --cacert "$TLS_CERT" "https://127.0.0.1:$TLS_PORT/f.bin")
+    PROG_dl=(curl -sS --cacert "$TLS_NB_CERT" "https://127.0.0.1:$TLS_PORT/f.bin")
 else
-    PROG_dl=("$TLSM_PROGS/mtclient" -q -p "$TLS_PORT" -c "$TLS_CERT" -t 1 -n 1 \
+    PROG_dl=("$TLS_NB_DIR/mtclient" -q -p "$TLS_PORT" -c "$TLS_NB_CERT" -t 1 -n 1 \
         -o /dev/stdout /f.bin)
 fi
 # shellcheck disable=SC2034 # used through a nameref
@@ -69,8 +72,10 @@ for prog in dl sh; do
     if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
         # root writes anywhere: the permission case runs as nobody.
         TLS_RUNAS=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
-        check_one read-only-dir "$d/ro/t.%p.jsonl" "$prog"
+        TLS_PRELOAD=$TLS_NB_PRELOAD
+        check_one read-only-dir "$ro/t.%p.jsonl" "$prog"
         TLS_RUNAS=()
+        TLS_PRELOAD=
     else
         skip "core-output read-only-dir ${prog/#dl/$TLS_DL}: needs root and setpriv to run as nobody"
     fi
@@ -82,5 +87,5 @@ if [ -n "$extra" ]; then
 else
     pass "core-output dev-full side files: none created in /dev"
 fi
-[ -z "$(ls -A "$d/ro")" ] || fail "core-output read-only-dir: files appeared in $d/ro"
+[ -z "$(ls -A "$ro")" ] || fail "core-output read-only-dir: files appeared in $ro"
 [ ! -e "$d/nonexistent" ] || fail "core-output missing-dir: $d/nonexistent was created"

@@ -26,7 +26,7 @@ fi
 
 check "core-scripts help" bash -c "'$W' --help | grep -q 'tlsmeter record' &&
     '$W' --help | grep -q TLSMETER_OUT"
-check "core-scripts ab placeholder" bash -c "'$W' ab; [ \$? -eq 2 ]"
+check "core-scripts ab usage (no command: exit 2)" bash -c "'$W' ab 2>/dev/null; [ \$? -eq 2 ]"
 
 # Exit status and a signal death pass through.
 "$W" record --lib "$lib" -o "$d/x.%p.jsonl" -- sh -c 'exit 4' 2>/dev/null

@@ -28,18 +28,23 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     fail "core-secure: openssl s_server did not start"
     exit 0
 fi
-s=$d/suid
-mkdir -p "$s/out" && chmod 1777 "$s/out"
-cp "$TLSM_PROGS/suidprobe" "$s/probe" && chmod 0755 "$s/probe"
-cp "$TLSM_PROGS/suidprobe" "$s/suidprobe" && chown root:root "$s/suidprobe" &&
-    chmod 4755 "$s/suidprobe"
+# Everything nobody runs or reads lives where nobody can reach it.
+tls_nobody_dir "$TLSM_PROGS/suidprobe"
+s=$TLS_NB_DIR/suid
+mkdir -p "$s/out" && chmod 0755 "$s" && chmod 1777 "$s/out"
+mv "$TLS_NB_DIR/suidprobe" "$s/probe"
+install -m 4755 -o root -g root "$TLSM_PROGS/suidprobe" "$s/suidprobe"
+if findmnt -n -o OPTIONS -T "$s" 2>/dev/null | grep -qw nosuid; then
+    skip "core-secure: $s is on a nosuid mount, so no setuid run is possible there"
+    exit 0
+fi
 NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 
 # run_probe NAME PRELOAD PROG: run PROG as nobody in $s/out with LD_PRELOAD=PRELOAD.
 run_probe() {
     local p=$d/$1
     (cd "$s/out" && timeout -k 5 60 "${NOBODY[@]}" env LD_PRELOAD="$2" \
-        TLSMETER_OUT="$s/out/$1.%p.jsonl" "$3" "$TLS_PORT" "$TLS_CERT" /f.bin \
+        TLSMETER_OUT="$s/out/$1.%p.jsonl" "$3" "$TLS_PORT" "$TLS_NB_CERT" /f.bin \
         >"$p.out" 2>"$p.err")
     echo $? >"$p.rc"
 }
@@ -50,7 +55,7 @@ written() {
 }
 
 lib=${TLSM_PRELOAD##*:}
-run_probe control "$TLSM_PRELOAD" "$s/probe"
+run_probe control "$TLS_NB_PRELOAD" "$s/probe"
 if ! grep -q 'preload=loaded secure=0' "$d/control.out" || [ "$(cat "$d/control.rc")" != 0 ]; then
     fail "core-secure control: probe as nobody: $(head -c 200 "$d/control.out" "$d/control.err")"
 elif [ -z "$(written control)" ]; then
@@ -59,7 +64,7 @@ else
     pass "core-secure control (nobody, not setuid: traced)"
 fi
 
-run_probe slash "$TLSM_PRELOAD" "$s/suidprobe"
+run_probe slash "$TLS_NB_PRELOAD" "$s/suidprobe"
 if ! grep -q 'secure=1' "$d/slash.out" || [ "$(cat "$d/slash.rc")" != 0 ]; then
     fail "core-secure slash: setuid probe did not run securely: $(head -c 200 "$d/slash.out")"
 elif [ -n "$(written slash)" ]; then

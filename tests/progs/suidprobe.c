@@ -6,8 +6,8 @@
 
 /* Usage: suidprobe [PORT CAFILE PATH]
  *
- * Prints `preload=loaded|absent secure=0|1 uid=U euid=E` (preload: a mapping whose path
- * contains "tlsmeter"; secure: getauxval(AT_SECURE)), then, with arguments, downloads PATH
+ * Prints `preload=loaded|absent secure=0|1 uid=U euid=E` (preload: a mapping of a file
+ * named libtlsmeter*; secure: getauxval(AT_SECURE)), then, with arguments, downloads PATH
  * and prints `got=N sha256=HEX` so the preload, if active, would have something to trace.
  * The test installs a copy setuid root and runs it as another user. */
 
@@ -20,7 +20,7 @@ static int preload_loaded(void)
     if (!f)
         return -1;
     while (!found && fgets(line, sizeof(line), f))
-        found = strstr(line, "tlsmeter") != NULL;
+        found = strstr(line, "/libtlsmeter") != NULL;
     fclose(f);
     return found;
 }
