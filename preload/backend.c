@@ -80,6 +80,12 @@ static const char *pick_source(const char *app_crypto)
     return NULL;
 }
 
+static bool is_elf(int fd)
+{
+    unsigned char magic[SELFMAG];
+    return pread(fd, magic, SELFMAG, 0) == SELFMAG && !memcmp(magic, ELFMAG, SELFMAG);
+}
+
 /* File offset of a virtual address, through the PT_LOAD segments. */
 static long vaddr_to_off(const ElfW(Ehdr) * eh, uint64_t va)
 {
@@ -148,6 +154,10 @@ static int copy_to_memfd(const char *src)
         close(out);
         return fail("copying %s into a memfd failed: %s", src, strerror(errno));
     }
+    if (!is_elf(out)) {
+        close(out);
+        return fail("%s is not an ELF shared library%s", src, "");
+    }
     rename_soname(out);
     return out;
 }
@@ -174,7 +184,7 @@ static char **backend_environ(enum tlsm_crypto_mode mode)
     return env;
 }
 
-static void *open_copy(int fd, enum tlsm_crypto_mode mode)
+static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
@@ -185,8 +195,11 @@ static void *open_copy(int fd, enum tlsm_crypto_mode mode)
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     environ = saved;
     free(env);
-    if (!h)
-        fail("dlopen of the backend copy failed: %s%s", dlerror(), "");
+    if (!h) {
+        /* dlerror names /proc/self/fd/N; say which file the user gave us instead. */
+        const char *e = dlerror(), *colon = e ? strstr(e, ": ") : NULL;
+        fail("cannot load a copy of %s: %s", src_name, colon ? colon + 2 : "dlopen failed");
+    }
     return h;
 }
 
@@ -252,7 +265,7 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
         close(fd);
         fd = high;
     }
-    void *h = open_copy(fd, mode);
+    void *h = open_copy(fd, mode, src);
     if (!h || bind_api(b, h))
         return -1;
     __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");

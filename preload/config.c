@@ -57,6 +57,8 @@ static const struct opt opts[] = {
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };
 
+char tlsm_config_crypto_error[128];
+
 static const char *const mode_names[] = {"native", "hw", "soft"};
 
 const char *tlsm_mode_name(enum tlsm_crypto_mode m)
@@ -158,6 +160,9 @@ void tlsm_config_load(void)
         const char *v = getenv(opts[i].name);
         if (!v)
             continue;
+        if (parse_one(&opts[i], v) && opts[i].dst == &tlsm_cfg.crypto)
+            snprintf(tlsm_config_crypto_error, sizeof(tlsm_config_crypto_error),
+                     "TLSMETER_CRYPTO=\"%.64s\" is not valid (native, hw, soft)", v);
         if (parse_one(&opts[i], v))
             tlsm_warn("%s=\"%.64s\" is not valid (expected %s); using the default %s", opts[i].name,
                       v, accepted(&opts[i]), opts[i].def[0] ? opts[i].def : "(none)");

@@ -24,6 +24,8 @@ struct tlsm_config {
 };
 
 extern struct tlsm_config tlsm_cfg;
+/* Why TLSMETER_CRYPTO fell back to native ("" when it did not), for the trace. */
+extern char tlsm_config_crypto_error[128];
 
 /* Parse the environment into tlsm_cfg; warns once per malformed or unknown variable. */
 void tlsm_config_load(void);

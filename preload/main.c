@@ -54,6 +54,7 @@ __attribute__((constructor)) static void tlsm_start(void)
     tlsm_thread_init();
     tlsm_stack_init();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    tlsm_trace_allow();
     atomic_store(&tlsm_active, true);
 }
 

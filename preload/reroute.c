@@ -241,7 +241,8 @@ size_t tlsm_reroute_json(char *buf, size_t cap)
                      tlsm_mode_name(tlsm_cfg.crypto), (unsigned long long)n_routed,
                      (unsigned long long)n_fallback, (unsigned long long)n_shadow_fail,
                      (unsigned long long)n_verified, (unsigned long long)n_mismatch);
-    for (const char *e = tlsm_backend_error(); *e && n + 4 < (int)cap; e++)
+    const char *why = tlsm_backend_error()[0] ? tlsm_backend_error() : tlsm_config_crypto_error;
+    for (const char *e = why; *e && n + 4 < (int)cap; e++)
         buf[n++] = (*e == '"' || *e == '\\') ? '\'' : (*e < 0x20 ? ' ' : *e);
     n += snprintf(buf + n, cap - (size_t)n, "\"}");
     return (size_t)n < cap ? (size_t)n : 0;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TBUF_SIZE (32 * 1024)
@@ -44,6 +45,12 @@ static char quiet_reason[PATH_MAX + 128];
 static uint64_t unix_t0, mono_t0, proc_mono0;
 static pid_t fork_of;
 static bool clock_ready;
+static _Atomic bool allowed;
+
+void tlsm_trace_allow(void)
+{
+    atomic_store(&allowed, true);
+}
 
 void tlsm_trace_init(void)
 {
@@ -102,6 +109,11 @@ static int create_file(char *p, size_t cap)
         int f = open(p, flags, 0600);
         if (f >= 0 || errno != EEXIST)
             return f;
+        /* An existing device or FIFO (/dev/full, a named pipe) is what the user asked to
+         * write to: open it as is. Regular files and symlinks are never written through. */
+        struct stat st;
+        if (!i && lstat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+            return open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
     }
     p[base] = 0;
     return -1;
@@ -204,7 +216,9 @@ bool tlsm_trace_ready(void)
     int s = atomic_load_explicit(&state, memory_order_acquire);
     if (s != ST_UNOPENED)
         return s == ST_OPEN;
-    if (tlsm_cfg.disable)
+    /* Only after the constructor allowed it: never in secure-execution mode, never when
+     * disabled, even if a hook resolves early and wants to describe a library. */
+    if (!allowed)
         return false;
     pthread_mutex_lock(&open_lock);
     if (atomic_load(&state) == ST_UNOPENED)

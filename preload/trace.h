@@ -27,6 +27,8 @@ bool tlsm_trace_is_quiet(void);
 /* Times are ns since this origin (ticks). */
 extern uint64_t tlsm_trace_t0;
 void tlsm_trace_init(void);
+/* The constructor found tracing allowed (not disabled, not secure-execution). */
+void tlsm_trace_allow(void);
 void tlsm_trace_atfork_prepare(void);
 void tlsm_trace_atfork_parent(void);
 void tlsm_trace_atfork_child(void);
