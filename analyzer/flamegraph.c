@@ -141,12 +141,15 @@ static void draw(struct fg *g, uint32_t k, double x, int depth)
     const char *name = nd->name < 0 ? "all" : profile__name(g->p, nd->name);
     double w = (FG_WIDTH - 2 * FG_PAD) * (double)nd->w / (double)g->total;
     double y = FG_TOP + (double)(g->depth - depth) * FG_FRAME;
-    size_t chars = (size_t)(w / FG_CHAR_W);
+    size_t chars;
     char fill[32];
     uint32_t c;
 
-    if (w < 0.1)
+    if (!(w >= 0.1))
         return;
+    if (w > FG_WIDTH - 2 * FG_PAD) /* only when a hostile trace's weights wrapped around */
+        w = FG_WIDTH - 2 * FG_PAD;
+    chars = (size_t)(w / FG_CHAR_W);
     colour(name, depth, fill, sizeof(fill));
     fputs("<g>", g->out);
     frame_title(g, name, nd->w);
