@@ -7,6 +7,7 @@
 #include "blind.h"
 #include "caps.h"
 #include "clock.h"
+#include "elfdyn.h"
 #include "json.h"
 #include "log.h"
 #include "obj.h"
@@ -56,91 +57,27 @@ struct blind {
 static struct blind found[MAX_BLIND];
 static int nfound;
 
-struct dyn {
-    const ElfW(Sym) * symtab;
-    const char *strtab;
-    const void *rel[2];
-    size_t relsz[2];
-    bool symbolic;
+struct relocs_arg {
+    const struct link_map *lm;
+    struct blind *b;
 };
 
-/* d_ptr entries are relocated in place by glibc on x86_64/aarch64, not everywhere. */
-static const void *dptr(const struct link_map *lm, ElfW(Addr) p)
+/* One relocation for a record function: where does its slot point now? Into tlsmeter
+ * (seen), into the object's own definition or another object (bypassed), or back into its
+ * PLT (lazy, never called: no evidence either way). */
+static void check_slot(int name, uintptr_t slot, uintptr_t value, void *arg)
 {
-    return (const void *)(p < lm->l_addr ? lm->l_addr + p : p);
-}
-
-/* Only RELA platforms (x86_64, aarch64) are read; elsewhere relocs stay empty. */
-static void dyn_read(const struct link_map *lm, struct dyn *d)
-{
-    memset(d, 0, sizeof(*d));
-    for (const ElfW(Dyn) *e = lm->l_ld; e && e->d_tag != DT_NULL; e++) {
-        switch (e->d_tag) {
-        case DT_SYMTAB:
-            d->symtab = dptr(lm, e->d_un.d_ptr);
-            break;
-        case DT_STRTAB:
-            d->strtab = dptr(lm, e->d_un.d_ptr);
-            break;
-        case DT_JMPREL:
-            d->rel[0] = dptr(lm, e->d_un.d_ptr);
-            break;
-        case DT_PLTRELSZ:
-            d->relsz[0] = e->d_un.d_val;
-            break;
-        case DT_RELA:
-            d->rel[1] = dptr(lm, e->d_un.d_ptr);
-            break;
-        case DT_RELASZ:
-            d->relsz[1] = e->d_un.d_val;
-            break;
-        case DT_SYMBOLIC:
-            d->symbolic = true;
-            break;
-        case DT_FLAGS:
-            d->symbolic |= (e->d_un.d_val & DF_SYMBOLIC) != 0;
-            break;
-        default:
-            break;
-        }
-    }
-}
-
-static bool is_record_fn(const char *s)
-{
-    for (int i = 0; i < NRECORD_FNS; i++)
-        if (!strcmp(s, record_fns[i]))
-            return true;
-    return false;
-}
-
-/* Count the object's relocations for the record functions and where their GOT slots
- * point now: into tlsmeter (seen), into the object's own definition or another object
- * (bypassed), or back into its PLT (lazy, never called: no evidence either way). */
-static void check_relocs(const struct link_map *lm, const struct dyn *d, struct blind *b)
-{
-    for (int w = 0; w < 2 && d->symtab && d->strtab; w++) {
-        size_t n = d->rel[w] ? d->relsz[w] / sizeof(ElfW(Rela)) : 0;
-        const ElfW(Rela) *r = d->rel[w];
-        for (size_t i = 0; i < n; i++) {
-#if __ELF_NATIVE_CLASS == 64
-            size_t si = ELF64_R_SYM(r[i].r_info);
-#else
-            size_t si = ELF32_R_SYM(r[i].r_info);
-#endif
-            if (!si || !is_record_fn(d->strtab + d->symtab[si].st_name))
-                continue;
-            b->relocs++;
-            uintptr_t v = *(const uintptr_t *)(lm->l_addr + r[i].r_offset);
-            struct dl_find_object f;
-            if (tlsm_is_self((const void *)v))
-                b->got_us++;
-            else if (_dl_find_object((void *)v, &f) == 0 &&
-                     (f.dlfo_link_map != lm ||
-                      (d->symtab[si].st_value && v == lm->l_addr + d->symtab[si].st_value)))
-                b->got_elsewhere++;
-        }
-    }
+    const struct relocs_arg *a = arg;
+    struct blind *b = a->b;
+    struct dl_find_object f;
+    (void)name;
+    b->relocs++;
+    uintptr_t v = *(const uintptr_t *)slot;
+    if (tlsm_is_self((const void *)v))
+        b->got_us++;
+    else if (_dl_find_object((void *)v, &f) == 0 &&
+             (f.dlfo_link_map != a->lm || (value && v == a->lm->l_addr + value)))
+        b->got_elsewhere++;
 }
 
 struct marks {
@@ -209,13 +146,12 @@ static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm
                       const struct marks *m, struct blind *b)
 {
     struct dl_find_object f;
-    struct dyn d;
+    struct relocs_arg ra = {lm, b};
     unsigned r = 0;
-    dyn_read(lm, &d);
-    check_relocs(lm, &d, b);
+    tlsm_elf_slots(lm, record_fns, NRECORD_FNS, check_slot, &ra);
     if (m->version[0] && !strncmp(m->version, "OpenSSL 1.", 10))
         r |= BL_OLD_ABI;
-    if (d.symbolic)
+    if (tlsm_elf_flags(lm).symbolic)
         r |= BL_SYMBOLIC;
     if (_dl_find_object((void *)lm->l_ld, &f) == 0 &&
         !exports_openssl(info->dlpi_name[0] ? info->dlpi_name : NULL, (uintptr_t)f.dlfo_map_start,

@@ -1,7 +1,9 @@
 /* elfdyn.c: the dynamic linker's view of one object, from its in-memory .dynamic:
  * relocations name the symbols it imports, .gnu.version / .gnu.version_r say which version
- * each import wants. This is what lets tlsmeter forward a call to the same OpenSSL copy
- * the linker would have bound (RTLD_NEXT alone merges versioned copies). */
+ * each import wants, DT_FLAGS says whether it binds to itself first. This is what lets
+ * tlsmeter forward a call to the same OpenSSL copy the linker would have bound (RTLD_NEXT
+ * alone merges versioned copies), and tell why an object's calls never reach a hook
+ * (blind.c). The one reader of .dynamic in tlsmeter. */
 #include "elfdyn.h"
 
 #include <elf.h>
@@ -18,6 +20,7 @@ struct dyninfo {
     const void *rel[2];
     size_t relsz[2];
     int rela[2]; /* 1: ElfW(Rela), 0: ElfW(Rel) */
+    struct tlsm_elf_flags flags;
 };
 
 /* glibc relocates d_ptr entries in place on x86_64/aarch64 but not everywhere (and not
@@ -75,6 +78,16 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
         case DT_RELSZ:
             d->relsz[1] = e->d_un.d_val;
             break;
+        case DT_SYMBOLIC:
+            d->flags.symbolic = true;
+            break;
+        case DT_FLAGS:
+            d->flags.flags = e->d_un.d_val;
+            d->flags.symbolic |= (e->d_un.d_val & DF_SYMBOLIC) != 0;
+            break;
+        case DT_FLAGS_1:
+            d->flags.flags_1 = e->d_un.d_val;
+            break;
         default:
             break;
         }
@@ -110,51 +123,91 @@ static const char *version_name(const struct dyninfo *d, unsigned idx)
     return NULL;
 }
 
-static void note_symbol(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
-                        const char *vers[], uint64_t *mask)
+/* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
+static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n)
 {
     const char *s = d->strtab + d->symtab[symidx].st_name;
-    for (int i = 0; i < n; i++) {
-        if (s[0] != names[i][0] || strcmp(s, names[i]))
-            continue;
-        *mask |= 1ull << i;
-        unsigned vi = d->versym ? (d->versym[symidx] & 0x7fff) : 0;
-        if (vi > 1 && !vers[i]) /* 0 local, 1 global: unversioned */
-            vers[i] = version_name(d, vi);
-        return;
+    for (int i = 0; i < n; i++)
+        if (s[0] == names[i][0] && !strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+typedef void (*reloc_visit)(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot,
+                            void *arg);
+
+/* Every relocation (PLT first, then the others) whose symbol is one of names[0..n). */
+static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
+                        const char *const names[], int n, reloc_visit visit, void *arg)
+{
+    for (int which = 0; which < 2 && d->symtab && d->strtab; which++) {
+        size_t ent = d->rela[which] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+        size_t count = d->rel[which] ? d->relsz[which] / ent : 0;
+        for (size_t i = 0; i < count; i++) {
+            /* r_offset and r_info lead both layouts. */
+            const ElfW(Rel) *r = (const void *)((const char *)d->rel[which] + i * ent);
+#if __ELF_NATIVE_CLASS == 64
+            size_t sym = ELF64_R_SYM(r->r_info);
+#else
+            size_t sym = ELF32_R_SYM(r->r_info);
+#endif
+            int k = sym ? name_index(d, sym, names, n) : -1;
+            if (k >= 0)
+                visit(d, sym, k, lm->l_addr + r->r_offset, arg);
+        }
     }
 }
 
-static void scan_relocs(const struct dyninfo *d, int which, const char *const names[], int n,
-                        const char *vers[], uint64_t *mask)
+struct refs {
+    const char **vers;
+    uint64_t mask;
+};
+
+static void note_ref(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot, void *arg)
 {
-    size_t ent = d->rela[which] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
-    size_t count = d->rel[which] ? d->relsz[which] / ent : 0;
-    for (size_t i = 0; i < count; i++) {
-        const char *r = (const char *)d->rel[which] + i * ent;
-        ElfW(Xword) info = d->rela[which] ? ((const ElfW(Rela) *)r)->r_info
-                                          : (ElfW(Xword))((const ElfW(Rel) *)r)->r_info;
-#if __ELF_NATIVE_CLASS == 64
-        size_t sym = ELF64_R_SYM(info);
-#else
-        size_t sym = ELF32_R_SYM(info);
-#endif
-        if (sym)
-            note_symbol(d, sym, names, n, vers, mask);
-    }
+    struct refs *r = arg;
+    (void)slot;
+    r->mask |= 1ull << name;
+    unsigned vi = d->versym ? (d->versym[symidx] & 0x7fff) : 0;
+    if (vi > 1 && !r->vers[name]) /* 0 local, 1 global: unversioned */
+        r->vers[name] = version_name(d, vi);
 }
 
 uint64_t tlsm_elf_refs(const struct link_map *lm, const char *const names[], int n,
                        const char *vers[])
 {
     struct dyninfo d;
-    uint64_t mask = 0;
+    struct refs r = {vers, 0};
     for (int i = 0; i < n; i++)
         vers[i] = NULL;
     read_dynamic(lm, &d);
-    if (!d.symtab || !d.strtab)
-        return 0;
-    scan_relocs(&d, 0, names, n, vers, &mask);
-    scan_relocs(&d, 1, names, n, vers, &mask);
-    return mask;
+    walk_relocs(lm, &d, names, n, note_ref, &r);
+    return r.mask;
+}
+
+struct slots {
+    tlsm_elf_slot_fn fn;
+    void *arg;
+};
+
+static void visit_slot(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot, void *arg)
+{
+    const struct slots *s = arg;
+    s->fn(name, slot, d->symtab[symidx].st_value, s->arg);
+}
+
+void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
+                    tlsm_elf_slot_fn fn, void *arg)
+{
+    struct dyninfo d;
+    struct slots s = {fn, arg};
+    read_dynamic(lm, &d);
+    walk_relocs(lm, &d, names, n, visit_slot, &s);
+}
+
+struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm)
+{
+    struct dyninfo d;
+    read_dynamic(lm, &d);
+    return d.flags;
 }

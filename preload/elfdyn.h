@@ -1,14 +1,31 @@
 /* elfdyn.h: read a loaded object's dynamic section: which hooked names it references
- * through relocations, and which symbol version each reference asks for. */
+ * through relocations, which symbol version each reference asks for, where the GOT slots
+ * of those references are, and whether the object binds to its own definitions first. */
 #ifndef TLSM_ELFDYN_H
 #define TLSM_ELFDYN_H
 
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* For names[0..n): vers[i] = version string the object's reference asks for (NULL when
  * unversioned or not referenced); returns a bitmask of the names it references. */
 uint64_t tlsm_elf_refs(const struct link_map *lm, const char *const names[], int n,
                        const char *vers[]);
+
+/* Called once per relocation of the object against names[name]: slot is the address the
+ * relocation writes (a GOT entry for JUMP_SLOT/GLOB_DAT), value the symbol's st_value in
+ * this object (non-zero when the object defines the name itself). */
+typedef void (*tlsm_elf_slot_fn)(int name, uintptr_t slot, uintptr_t value, void *arg);
+void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
+                    tlsm_elf_slot_fn fn, void *arg);
+
+/* The dynamic flags that decide how the linker binds the object's own references. */
+struct tlsm_elf_flags {
+    bool symbolic;    /* DT_SYMBOLIC, or DF_SYMBOLIC in DT_FLAGS (-Bsymbolic) */
+    uint64_t flags;   /* DT_FLAGS */
+    uint64_t flags_1; /* DT_FLAGS_1 (DF_1_NOW, DF_1_GROUP, ...) */
+};
+struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm);
 
 #endif
