@@ -151,7 +151,7 @@ static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *f
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", cs ? cs->id : 0);
     tlsm_json_int(&j, "id", (int64_t)th->read_id);
-    tlsm_json_str(&j, "fn", fn);
+    tlsm_json_safe(&j, "fn", fn);
     tlsm_json_int(&j, "want", want);
     tlsm_json_int(&j, "got", got);
     if (got <= 0 && cs && cs->lib && cs->lib->api.SSL_get_error) {

@@ -2,87 +2,77 @@
 #include "json.h"
 
 #include <stdio.h>
-#include <string.h>
-
-static void put(struct tlsm_json *j, const char *s, size_t n)
-{
-    if (j->full || (size_t)(j->end - j->p) < n) {
-        j->full = true;
-        return;
-    }
-    memcpy(j->p, s, n);
-    j->p += n;
-}
-
-static void put_key(struct tlsm_json *j, const char *key)
-{
-    put(j, ",\"", 2);
-    put(j, key, strlen(key));
-    put(j, "\":", 2);
-}
 
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
 {
     j->p = buf;
     j->end = buf + cap - 2; /* room for "}\n" */
     j->full = false;
-    put(j, "{\"ev\":\"", 7);
-    put(j, ev, strlen(ev));
-    put(j, "\"", 1);
+    tlsm_json_put(j, "{\"ev\":\"", 7);
+    tlsm_json_put(j, ev, strlen(ev));
+    tlsm_json_put(j, "\"", 1);
 }
 
-void tlsm_json_int(struct tlsm_json *j, const char *key, int64_t v)
+/* Two digits per step from a table: integers are most of a rec line. */
+char *tlsm_json_digits(char *q, uint64_t u)
 {
-    char tmp[24], *q = tmp + sizeof(tmp);
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--q = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *--q = '-';
-    put_key(j, key);
-    put(j, q, (size_t)(tmp + sizeof(tmp) - q));
+    static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+                                "31323334353637383940414243444546474849505152535455565758596061"
+                                "62636465666768697071727374757677787980818283848586878889909192"
+                                "93949596979899";
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--q = pairs[d + 1];
+        *--q = pairs[d];
+    }
+    if (u >= 10) {
+        *--q = pairs[u * 2 + 1];
+        *--q = pairs[u * 2];
+    } else {
+        *--q = (char)('0' + u);
+    }
+    return q;
 }
 
-/* Escapes what JSON requires; bytes >= 0x80 pass through (paths are UTF-8 in practice;
- * invalid UTF-8 is replaced so every line stays valid JSON for strict readers). */
+/* Escapes what JSON requires; bytes >= 0x80 become '?' so every line stays valid UTF-8
+ * JSON for strict readers, whatever bytes a path holds. */
 static void put_escaped(struct tlsm_json *j, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
+    const char *run = s;
     for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c >= 0x20 && *c < 0x80 && *c != '"' && *c != '\\')
+            continue;
+        tlsm_json_put(j, run, (size_t)((const char *)c - run));
+        run = (const char *)c + 1;
         if (*c == '"' || *c == '\\') {
             char e[2] = {'\\', (char)*c};
-            put(j, e, 2);
+            tlsm_json_put(j, e, 2);
         } else if (*c < 0x20) {
             char e[6] = {'\\', 'u', '0', '0', hex[*c >> 4], hex[*c & 15]};
-            put(j, e, 6);
-        } else if (*c >= 0x80) {
-            put(j, "?", 1);
+            tlsm_json_put(j, e, 6);
         } else {
-            put(j, (const char *)c, 1);
+            tlsm_json_put(j, "?", 1);
         }
     }
+    tlsm_json_put(j, run, strlen(run));
 }
 
-void tlsm_json_str(struct tlsm_json *j, const char *key, const char *s)
+void tlsm_json_str_k(struct tlsm_json *j, const char *k, size_t kn, const char *s)
 {
-    put_key(j, key);
-    put(j, "\"", 1);
+    tlsm_json_put(j, k, kn);
+    tlsm_json_put(j, "\"", 1);
     put_escaped(j, s ? s : "");
-    put(j, "\"", 1);
+    tlsm_json_put(j, "\"", 1);
 }
 
-void tlsm_json_bool(struct tlsm_json *j, const char *key, bool v)
+void tlsm_json_num_k(struct tlsm_json *j, const char *k, size_t kn, double v)
 {
-    put_key(j, key);
-    put(j, v ? "true" : "false", v ? 4 : 5);
-}
-
-void tlsm_json_raw(struct tlsm_json *j, const char *key, const char *v)
-{
-    put_key(j, key);
-    put(j, v, strlen(v));
+    char tmp[40];
+    int n = snprintf(tmp, sizeof(tmp), "%.4f", v >= 0 && v < 1e15 ? v : 0.0);
+    tlsm_json_put(j, k, kn);
+    tlsm_json_put(j, tmp, (size_t)n);
 }
 
 size_t tlsm_json_end(struct tlsm_json *j, char *buf)
@@ -92,12 +82,4 @@ size_t tlsm_json_end(struct tlsm_json *j, char *buf)
     j->p[0] = '}';
     j->p[1] = '\n';
     return (size_t)(j->p + 2 - buf);
-}
-
-void tlsm_json_num(struct tlsm_json *j, const char *key, double v)
-{
-    char tmp[40];
-    int n = snprintf(tmp, sizeof(tmp), "%.4f", v >= 0 && v < 1e15 ? v : 0.0);
-    put_key(j, key);
-    put(j, tmp, (size_t)n);
 }

@@ -182,21 +182,21 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", st->conn);
     tlsm_json_int(&j, "read", th->in_read ? (int64_t)th->read_id : 0);
-    tlsm_json_str(&j, "dir", "in");
-    tlsm_json_str(&j, "tls", st->tls == TLS12 ? "1.2" : st->tls == TLS13 ? "1.3" : "?");
+    tlsm_json_safe(&j, "dir", "in");
+    tlsm_json_safe(&j, "tls", st->tls == TLS12 ? "1.2" : st->tls == TLS13 ? "1.3" : "?");
     tlsm_json_int(&j, "type", st->type);
     tlsm_json_int(&j, "len", st->len);
     tlsm_json_int(&j, "pt", pt);
-    tlsm_json_str(&j, "cipher", st->cipher);
+    tlsm_json_safe(&j, "cipher", st->cipher);
     tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(ticks));
     tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_ticks_to_ns(th->gcm_ticks));
     tlsm_json_int(&j, "gcm_bytes", (int64_t)th->gcm_bytes);
-    tlsm_json_str(&j, "gcm_fn", fns[th->gcm_fns & 3]);
-    tlsm_json_str(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
+    tlsm_json_safe(&j, "gcm_fn", fns[th->gcm_fns & 3]);
+    tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
     tlsm_json_bool(&j, "tag_ok", ok);
     tlsm_json_int(&j, "lib", st->routed ? st->backend->lib_id : st->lib ? st->lib->lib_id : 0);
     if (st->verdict)
-        tlsm_json_str(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
+        tlsm_json_safe(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
     uint32_t stack = tlsm_stack_sample(th->site);
     if (stack)
         tlsm_json_int(&j, "stack", stack);
