@@ -162,7 +162,7 @@ static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *f
     tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
     tlsm_json_int(&j, "recs", th->read_recs);
     tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(th->read_crypto_ticks));
-    uint32_t stack = tlsm_stack_sample(th->site);
+    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
     if (stack)
         tlsm_json_int(&j, "stack", stack);
     size_t n = tlsm_json_end(&j, line);

@@ -197,7 +197,7 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     tlsm_json_int(&j, "lib", st->routed ? st->backend->lib_id : st->lib ? st->lib->lib_id : 0);
     if (st->verdict)
         tlsm_json_safe(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
-    uint32_t stack = tlsm_stack_sample(th->site);
+    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_REC);
     if (stack)
         tlsm_json_int(&j, "stack", stack);
     size_t n = tlsm_json_end(&j, line);

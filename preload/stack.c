@@ -58,8 +58,10 @@ uint64_t tlsm_stack_count(void)
     return nstacks;
 }
 
-static bool due(const void *site)
+static bool due(const void *site_addr, enum tlsm_stack_kind kind)
 {
+    /* Table keys 0 and 1 are reserved (empty, deleted): shift past them. */
+    const void *site = (const void *)((((uintptr_t)site_addr) << 1 | kind) + 2);
     struct site_state *s = tlsm_table_get(&sites, site);
     if (!s) {
         pthread_mutex_lock(&lock); /* sites are shared between threads: insert once */
@@ -160,9 +162,9 @@ static uint32_t intern(const uintptr_t *f, int n)
     return 0;
 }
 
-uint32_t tlsm_stack_sample(const void *site)
+uint32_t tlsm_stack_sample(const void *site, enum tlsm_stack_kind kind)
 {
-    if (!tlsm_cfg.stacks || !stacks || !due(site))
+    if (!tlsm_cfg.stacks || !stacks || !due(site, kind))
         return 0;
     void *raw[MAX_DEPTH + 8];
     uintptr_t f[MAX_DEPTH];

@@ -6,9 +6,13 @@
 #include <stdint.h>
 
 void tlsm_stack_init(void);
-/* Stack id for an event at this call site: every Nth event per site (the first always);
- * 0 when not sampled or stacks are off. Writes stack/module events on first sight. */
-uint32_t tlsm_stack_sample(const void *site);
+enum tlsm_stack_kind { TLSM_STACK_REC, TLSM_STACK_READ };
+
+/* Stack id for an event of this kind at this call site: every Nth event per (site, kind),
+ * the first always (records and reads count apart, so strict rec/read alternation with an
+ * even N still samples both); 0 when not sampled or stacks are off. Writes stack/module
+ * events on first sight. */
+uint32_t tlsm_stack_sample(const void *site, enum tlsm_stack_kind kind);
 uint64_t tlsm_stack_count(void);
 
 #endif
