@@ -116,6 +116,20 @@ void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64
         maybe_open(cs, ssl, t1);
 }
 
+/* A handshake driven by SSL_write or SSL_read (no SSL_connect/SSL_accept call, as in
+ * openssl s_client): count the call as handshake time until the handshake is done. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1)
+{
+    struct tlsm_conn_state *cs = sc->cs;
+    if (!cs || cs->opened)
+        return;
+    if (!cs->hs_first)
+        cs->hs_first = t0;
+    cs->hs_ticks += t1 - t0;
+    maybe_open(cs, ssl, t1);
+}
+
 void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
 {
     struct tlsm_thread *th = &tlsm_th;
@@ -181,7 +195,7 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
         cs->got += got > 0 ? (uint64_t)got : 0;
         cs->recs += th->read_recs;
         cs->crypto_ticks += th->read_crypto_ticks;
-        maybe_open(cs, ssl, t1);
+        tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
     }
     if (tlsm_cfg.reads && tlsm_trace_ready())
         write_read(cs, ssl, fn, want, ret, got, t0, t1);

@@ -24,6 +24,9 @@ uint32_t tlsm_conn_current(void);
 /* A handshake call returned: time it; on success write the open event. */
 void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
                               int ret);
+/* An SSL_write/SSL_read call returned before the handshake was seen complete. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1);
 /* A read is starting / has returned. */
 void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0);
 void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,

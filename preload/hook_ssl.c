@@ -153,3 +153,47 @@ TLSM_EXPORT void SSL_free(SSL *s)
     }
     TLSM_REAL(SSL_free, f)(s);
 }
+
+/* Writes are not traced (tlsmeter measures decryption), but a write may drive the
+ * handshake (openssl s_client does): its records then belong to this connection. */
+static int traced_write(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *buf, size_t num,
+                        size_t *written)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_scope sc;
+    int ret;
+    th->ssl_depth++;
+    tlsm_conn_enter(&sc, s, f.target);
+    uint64_t t0 = tlsm_now();
+    if (id == TLSM_FN_SSL_write)
+        ret = TLSM_REAL(SSL_write, f)(s, buf, (int)num);
+    else
+        ret = TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
+    uint64_t t1 = tlsm_now();
+    int saved = errno;
+    tlsm_conn_implicit_handshake(&sc, s, t0, t1);
+    tlsm_conn_leave(&sc);
+    th->ssl_depth--;
+    errno = saved;
+    return ret;
+}
+
+TLSM_EXPORT int SSL_write(SSL *s, const void *buf, int num)
+{
+    TLSM_HOOK_ENTER(SSL_write, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (untraced_ssl())
+        return TLSM_REAL(SSL_write, f)(s, buf, num);
+    return traced_write(TLSM_FN_SSL_write, f, s, buf, (size_t)num, NULL);
+}
+
+TLSM_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
+{
+    TLSM_HOOK_ENTER(SSL_write_ex, f);
+    if (!f.fn)
+        return errno = ENOSYS, 0;
+    if (untraced_ssl())
+        return TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
+    return traced_write(TLSM_FN_SSL_write_ex, f, s, buf, num, written);
+}
