@@ -44,7 +44,7 @@ static const struct field fields[] = {
 static const char *const kind_names[] = {
     [EV_OTHER] = "other", [EV_HEADER] = "header", [EV_LIB] = "lib",     [EV_CONN] = "conn",
     [EV_REC] = "rec",     [EV_READ] = "read",     [EV_STACK] = "stack", [EV_END] = "end",
-    [EV_CALIB] = "calib", [EV_MODULE] = "module",
+    [EV_CALIB] = "calib", [EV_MODULE] = "module", [EV_BLIND] = "blind", [EV_FWD] = "fwd",
 };
 
 const struct field *field__find(const char *k, size_t n)
@@ -62,7 +62,7 @@ enum ev_kind ev_kind__parse(const char *p, size_t n)
 {
     int k;
 
-    for (k = EV_HEADER; k <= EV_MODULE; k++)
+    for (k = EV_HEADER; k <= EV_FWD; k++)
         if (strlen(kind_names[k]) == n && !memcmp(kind_names[k], p, n))
             return (enum ev_kind)k;
     return EV_OTHER;

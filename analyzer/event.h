@@ -18,7 +18,9 @@ enum ev_kind {
     EV_STACK,
     EV_END,
     EV_CALIB,
-    EV_MODULE
+    EV_MODULE,
+    EV_BLIND,
+    EV_FWD, /* last: ev_kind__parse walks up to it */
 };
 
 enum ev_int {

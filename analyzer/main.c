@@ -50,7 +50,8 @@ static const char usage_text[] =
     "  0  report written\n"
     "  1  a file could not be read or the output not written\n"
     "  2  usage error (also: a --sysroot that is not a directory)\n"
-    "  3  no rec or read event in any input (the report is still written)\n"
+    "  3  no rec or read event in any input (the report is still written, naming any\n"
+    "     TLS code tlsmeter could not see)\n"
     "  4  an input is not a tlsmeter trace, or has a newer format version\n";
 
 static const struct option long_opts[] = {
@@ -196,7 +197,9 @@ static int read_group(struct model *m, char **files, int n, FILE *warn)
         }
     }
     if (!m->st.recs && !m->st.reads) {
-        fprintf(stderr, "tlsmeter-analyze: no rec or read event in the input\n");
+        fprintf(stderr, "tlsmeter-analyze: no rec or read event in the input%s\n",
+                model__blind_count(m, NULL) ? " (the report names TLS tlsmeter could not see)"
+                                            : "");
         rc = EXIT_NO_EVENTS;
     }
     return rc;

@@ -26,6 +26,11 @@ static void free_trace(struct trace *t)
 
         free(l->path), free(l->version), free(l->platform), free(l->role), free(l->cpuinfo);
     }
+    for (i = 0; i < t->nblind; i++) {
+        struct blind *b = &t->blind[i];
+
+        free(b->path), free(b->version), free(b->what), free(b->unknown);
+    }
 }
 
 void model__free(struct model *m)

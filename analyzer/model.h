@@ -58,6 +58,30 @@ struct calib {
     int64_t bytes, len; /* calib.records and calib.record */
 };
 
+/* Why TLS in a process was not visible to the hooks (blind events and end.blind); bit per
+ * reason, names as in the trace. */
+enum blind_reason {
+    BR_SYMBOLIC,
+    BR_NO_EXPORTS,
+    BR_NO_RELOCS,
+    BR_GOT_ELSEWHERE,
+    BR_OPENSSL_1,
+    BR_KTLS,
+    BR_N
+};
+
+#define MAX_BLIND 16
+
+/* One object holding OpenSSL TLS code tlsmeter could not see (what "tls"), or one
+ * instance whose connections received with kernel TLS (what "ktls", one per instance). */
+struct blind {
+    char *path, *version, *what;
+    char *unknown;    /* first reason name this analyzer does not know, NULL if none */
+    unsigned reasons; /* bit per enum blind_reason */
+    int64_t record_relocs, got_tlsmeter, got_elsewhere; /* -1: not in the trace */
+    int64_t conns;                                      /* ktls: connections seen */
+};
+
 struct trace {
     char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
     int64_t pid, format, start_unix_ns;
@@ -73,6 +97,8 @@ struct trace {
     int nlibs;
     struct calib calibs[MAX_CALIBS];
     int ncalibs;
+    struct blind blind[MAX_BLIND];
+    int nblind;
     uint64_t nconns, nthreads;
     struct stats st;
 };
@@ -136,6 +162,14 @@ int model__event(struct model *m, struct trace *t, const struct event *e, char *
 int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 int model__lib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__blind(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* end.blind: objects the end line names that no blind event did (lost or cut). */
+void model__end_blind(struct trace *t, json_t *arr);
+/* Blind spots over all traces whose what is `what` ("tls", "ktls"; NULL: all). */
+int model__blind_count(const struct model *m, const char *what);
+const char *blind_reason__name(enum blind_reason r);
+/* The reason in words, for the report. */
+const char *blind_reason__text(enum blind_reason r);
 int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 
 /* Derived figures. */

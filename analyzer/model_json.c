@@ -166,6 +166,7 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     t->hooks_known =
         json_is_object(json_object_get(o, "hooks")) || json_is_array(json_object_get(o, "unfired"));
     end_unfired(t, json_object_get(o, "unfired"));
+    model__end_blind(t, json_object_get(o, "blind"));
     free(t->quiet);
     t->quiet = str_dup(o, "quiet");
     if (json_is_object(rr)) {

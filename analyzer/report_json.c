@@ -111,6 +111,50 @@ static json_t *verdicts_arr(const struct summary *s)
     return a;
 }
 
+static json_t *blind_obj(const struct trace *t, const struct blind *b)
+{
+    json_t *o = json_object(), *names = json_array(), *why = json_array();
+    int r;
+
+    for (r = 0; r < BR_N; r++)
+        if (b->reasons & (1u << r)) {
+            json_array_append_new(names, jstr(blind_reason__name((enum blind_reason)r)));
+            json_array_append_new(why, jstr(blind_reason__text((enum blind_reason)r)));
+        }
+    if (b->unknown) {
+        json_array_append_new(names, jstr(b->unknown));
+        json_array_append_new(why, jstr("(a reason this analyzer does not know)"));
+    }
+    json_object_set_new(o, "trace", jstr(t->file));
+    json_object_set_new(o, "what", jstr(b->what));
+    json_object_set_new(o, "path", jstr(b->path));
+    json_object_set_new(o, "version", jstr(b->version));
+    json_object_set_new(o, "reasons", names);
+    json_object_set_new(o, "why", why);
+    json_object_set_new(o, "verdict", jstr(strcmp(b->what, "ktls") ? "blind-copy" : "ktls"));
+    if (!strcmp(b->what, "ktls"))
+        json_object_set_new(o, "conns", json_integer(b->conns));
+    else {
+        json_object_set_new(o, "record_relocs", json_integer(b->record_relocs));
+        json_object_set_new(o, "got_tlsmeter", json_integer(b->got_tlsmeter));
+        json_object_set_new(o, "got_elsewhere", json_integer(b->got_elsewhere));
+    }
+    return o;
+}
+
+/* Every blind spot of every trace: what the totals above do not include. */
+static json_t *blind_arr(const struct summary *s)
+{
+    json_t *a = json_array();
+    size_t i;
+    int k;
+
+    for (i = 0; i < s->m->ntraces; i++)
+        for (k = 0; k < s->m->traces[i].nblind; k++)
+            json_array_append_new(a, blind_obj(&s->m->traces[i], &s->m->traces[i].blind[k]));
+    return a;
+}
+
 static json_t *unfired_arr(const struct trace *t)
 {
     json_t *a = json_array();
@@ -182,6 +226,7 @@ json_t *report_json_object(const struct summary *s)
     if (s->prof)
         json_object_set_new(o, "callers", report_callers_json(s->prof));
     json_object_set_new(o, "verdicts", verdicts_arr(s));
+    json_object_set_new(o, "blind", blind_arr(s));
     json_object_set_new(o, "traces", traces_arr(s));
     json_object_set_new(o, "lines", jint(s->lines));
     json_object_set_new(o, "lines_skipped", jint(s->lines_skipped));

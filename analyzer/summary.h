@@ -22,7 +22,7 @@ struct row {
 struct verdict {
     const char *id;
     const char *kind; /* "problem", "info", "blind" */
-    char text[640];
+    char text[1024];
     int nev;
     struct {
         const char *key;

@@ -47,10 +47,70 @@ static void unfired(struct summary *s, const struct trace *t)
                      t->file);
 }
 
-static void per_trace(struct summary *s, const struct trace *t)
+/* The reasons in words, "; " between them. */
+static void blind_words(const struct blind *b, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int r;
+
+    buf[0] = 0;
+    for (r = 0; r < BR_N && n < cap; r++)
+        if (b->reasons & (1u << r))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "; " : "",
+                                  blind_reason__text((enum blind_reason)r));
+    if (b->unknown && n < cap)
+        snprintf(buf + n, cap - n, "%s%s (a reason this analyzer does not know)", n ? "; " : "",
+                 b->unknown);
+}
+
+/* An object holding OpenSSL TLS code the hooks never saw: its records are missing, so the
+ * report's zeros (or small totals) are not "no TLS here". */
+static void blind_copy(struct summary *s, const struct trace *t, const struct blind *b)
+{
+    char why[640];
+    struct verdict *v;
+
+    blind_words(b, why, sizeof(why));
+    v = summary__verdict(s, "blind-copy", "blind",
+                         "%s: %s holds %s TLS code tlsmeter cannot see: %s. Its reads, records "
+                         "and crypto time are not in this trace",
+                         t->file, b->path ? b->path : "?",
+                         b->version && *b->version ? b->version : "OpenSSL", why);
+    if (b->record_relocs >= 0)
+        verdict__evidence(v, "record_relocs", (double)b->record_relocs);
+    if (b->got_tlsmeter >= 0)
+        verdict__evidence(v, "got_tlsmeter", (double)b->got_tlsmeter);
+    if (b->got_elsewhere >= 0)
+        verdict__evidence(v, "got_elsewhere", (double)b->got_elsewhere);
+    verdict__evidence(v, "reasons", (double)b->reasons);
+}
+
+static void ktls(struct summary *s, const struct trace *t, const struct blind *b)
 {
     struct verdict *v;
 
+    v = summary__verdict(s, "ktls", "blind",
+                         "%s: %lld connection%s of %s (%s) received with kernel TLS (kTLS): the "
+                         "kernel decrypted their records, no EVP call reached tlsmeter; their "
+                         "reads are in the trace, their crypto cost is in the process's system "
+                         "CPU time, not in the records",
+                         t->file, (long long)b->conns, b->conns == 1 ? "" : "s",
+                         b->path ? b->path : "?",
+                         b->version && *b->version ? b->version : "OpenSSL");
+    verdict__evidence(v, "conns", (double)b->conns);
+}
+
+static void per_trace(struct summary *s, const struct trace *t)
+{
+    struct verdict *v;
+    int i;
+
+    for (i = 0; i < t->nblind; i++) {
+        if (!strcmp(t->blind[i].what, "ktls"))
+            ktls(s, t, &t->blind[i]);
+        else
+            blind_copy(s, t, &t->blind[i]);
+    }
     truncated(s, t);
     if (t->dropped > 0) {
         v = summary__verdict(s, "dropped", "blind",
@@ -102,20 +162,30 @@ static void mismatches(struct summary *s)
 static void invisible_crypto(struct summary *s)
 {
     const struct stats *st = &s->m->st;
+    int copies = model__blind_count(s->m, "tls"), ktls_libs = model__blind_count(s->m, "ktls");
+    struct verdict *v;
     struct fmtbuf a;
 
-    if (!st->reads && !st->recs)
-        summary__verdict(s, "no-events", "blind",
-                         "no SSL read and no record decryption in this trace: the program made no "
-                         "TLS reads through a hooked OpenSSL (hooks that never fired are listed "
-                         "under input)");
+    if (!st->reads && !st->recs) {
+        v = summary__verdict(s, "no-events", "blind",
+                             "no SSL read and no record decryption in this trace: the program "
+                             "made no TLS reads through a hooked OpenSSL (hooks that never "
+                             "fired are listed under input)");
+        if (copies)
+            snprintf(v->text + strlen(v->text), sizeof(v->text) - strlen(v->text),
+                     "; this is not \"no TLS here\": %d object%s hold%s TLS code tlsmeter "
+                     "cannot see (blind-copy)",
+                     copies, copies == 1 ? "" : "s", copies == 1 ? "s" : "");
+    }
     if (st->got && !st->recs)
         summary__verdict(s, "no-records", "blind",
-                         "reads returned %s but no record decryption was seen: kTLS, a "
-                         "statically linked or -Bsymbolic OpenSSL, or hidden symbols; the "
-                         "crypto cost is invisible here (hooks that never fired are listed "
-                         "under input)",
-                         fmt_bytes(&a, st->got));
+                         "reads returned %s but no record decryption was seen: %s; the crypto "
+                         "cost is invisible here (hooks that never fired are listed under input)",
+                         fmt_bytes(&a, st->got),
+                         ktls_libs ? "kernel TLS decrypted them (ktls)"
+                         : copies  ? "the copy tlsmeter cannot see decrypted them (blind-copy)"
+                                   : "kTLS, a statically linked or -Bsymbolic OpenSSL, or "
+                                     "hidden symbols");
     if (st->tag_fail)
         summary__verdict(s, "tag-failures", "blind",
                          "%llu record%s failed authentication (bad record MAC)",

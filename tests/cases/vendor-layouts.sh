@@ -129,7 +129,8 @@ if [ -f "$p.native.trace" ] && [ -f "$p.hw.trace" ]; then
 fi
 
 # What the analyzer makes of two instances (layout 4 with the system copy) and of a blind
-# vendor copy (layout 5). The analyzer is not this case's code: report, and check softly.
+# vendor copy (layouts 5 and 6, with and without the system copy): the text report must name
+# the blind object and why (a blind-copy verdict), --json must list it under "blind".
 for t in 4-versioned-s 5-symbolic-s; do
     f=$d/$t.native.trace
     [ -f "$f" ] && [ -x "$ANALYZE" ] || continue
@@ -143,9 +144,29 @@ if [ -f "$f" ] && grep -q libvendor.so "$f" && grep -q libcrypto.so.3 "$f"; then
 elif [ -f "$f" ]; then
     skip "vendor analyzer: report does not name both instances (analyzer/ is not ours; see the report above)"
 fi
-f=$d/5-symbolic-s.report
-if [ -f "$f" ] && grep -qi 'blind\|cannot see' "$f"; then
-    pass "vendor analyzer: report names the blind vendor copy"
-elif [ -f "$f" ]; then
-    skip "vendor analyzer: report does not mention the blind copy (analyzer/ is not ours)"
-fi
+# blind_report LAYOUT REASON WORDS: the report's blind-copy verdict names libvendor.so and
+# WORDS; the JSON's blind array has libvendor.so with REASON and the verdict id.
+blind_report() {
+    local t=$1 reason=$2 words=$3 f=$d/$1.native.trace why
+    [ -f "$f" ] && [ -x "$ANALYZE" ] || return 0
+    "$ANALYZE" "$f" >"$d/$t.report" 2>/dev/null
+    "$ANALYZE" --json "$f" >"$d/$t.json" 2>/dev/null
+    if ! grep -q "^  \* \[blind-copy\] .*libvendor\.so holds OpenSSL 3\..* TLS code tlsmeter cannot see: .*$words" "$d/$t.report"; then
+        fail "vendor analyzer $t: no blind-copy verdict naming libvendor.so and '$words': $(grep -F '[' "$d/$t.report" | head -c 400)"
+        return
+    fi
+    if ! why=$("$TLSM_PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+b = [x for x in d["blind"] if x["path"].endswith("/libvendor.so")]
+assert len(b) == 1, "blind array: %r" % d["blind"]
+assert sys.argv[2] in b[0]["reasons"] and b[0]["verdict"] == "blind-copy", b[0]
+assert any(v["id"] == "blind-copy" for v in d["verdicts"]), d["verdicts"]' "$d/$t.json" "$reason" 2>&1); then
+        fail "vendor analyzer $t: --json: $(echo "$why" | tail -n 1)"
+        return
+    fi
+    pass "vendor analyzer $t: text and --json name the blind libvendor.so ($reason)"
+}
+blind_report 5-symbolic-s symbolic "linked -Bsymbolic"
+blind_report 5-symbolic symbolic "linked -Bsymbolic"
+blind_report 6-hidden no_exports "exports no OpenSSL symbol"
+blind_report 3d-plugin-deepbind got_elsewhere "bound past tlsmeter"
