@@ -316,3 +316,13 @@ struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *ap
     pthread_mutex_unlock(&load_lock);
     return load_state[mode] > 0 ? &backends[mode] : NULL;
 }
+
+/* fork(): held across it so the child never inherits this lock taken by a thread that
+ * does not exist there (main.c takes every lock in one fixed order). */
+void tlsm_backend_atfork(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&load_lock);
+    else
+        pthread_mutex_unlock(&load_lock);
+}

@@ -37,6 +37,7 @@ int tlsm_backend_cipher_index(const char *name);
 struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *app_crypto);
 /* The reason the last load failed ("" when none). */
 const char *tlsm_backend_error(void);
+void tlsm_backend_atfork(bool take);
 EVP_CIPHER *tlsm_backend_cipher(struct tlsm_backend *b, int idx);
 
 #endif

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "obj.h"
 #include "record.h"
+#include "backend.h"
 #include "reroute.h"
 #include "stack.h"
 #include "trace.h"
@@ -21,18 +22,39 @@
 
 _Atomic bool tlsm_active;
 
+/* Every lock of the preload is held across fork(), taken in one order that no other path
+ * inverts (the backend load may open the trace; the end line reads thread counts under the
+ * trace's open lock), so the child never finds one held by a thread it does not have. */
+static void locks(bool take)
+{
+    if (take) {
+        tlsm_backend_atfork(true);
+        tlsm_stack_atfork(true);
+        tlsm_trace_atfork_prepare(); /* open lock, then its buffers */
+        tlsm_thread_atfork(true);
+        tlsm_resolve_atfork(true);
+    } else {
+        tlsm_resolve_atfork(false);
+        tlsm_thread_atfork(false);
+        tlsm_stack_atfork(false);
+        tlsm_backend_atfork(false);
+    }
+}
+
 static void atfork_prepare(void)
 {
-    tlsm_trace_atfork_prepare();
+    locks(true);
 }
 
 static void atfork_parent(void)
 {
+    locks(false);
     tlsm_trace_atfork_parent();
 }
 
 static void atfork_child(void)
 {
+    locks(false);
     tlsm_thread_atfork_child();
     tlsm_trace_atfork_child();
 }

@@ -210,3 +210,13 @@ void tlsm_resolve_invalidate(void)
     pthread_mutex_unlock(&slot_lock);
     tlsm_obj_mark_stale();
 }
+
+/* fork(): held across it so the child never inherits this lock taken by a thread that
+ * does not exist there (main.c takes every lock in one fixed order). */
+void tlsm_resolve_atfork(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&slot_lock);
+    else
+        pthread_mutex_unlock(&slot_lock);
+}

@@ -87,5 +87,6 @@ int tlsm_real_dlclose(void *handle);
 /* Does this address lie in libtlsmeter.so itself? */
 bool tlsm_is_self(const void *addr);
 void tlsm_resolve_init(void);
+void tlsm_resolve_atfork(bool take);
 
 #endif

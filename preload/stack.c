@@ -181,3 +181,13 @@ uint32_t tlsm_stack_sample(const void *site, enum tlsm_stack_kind kind)
     pthread_mutex_unlock(&lock);
     return id;
 }
+
+/* fork(): held across it so the child never inherits this lock taken by a thread that
+ * does not exist there (main.c takes every lock in one fixed order). */
+void tlsm_stack_atfork(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&lock);
+    else
+        pthread_mutex_unlock(&lock);
+}

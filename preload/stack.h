@@ -3,6 +3,7 @@
 #ifndef TLSM_STACK_H
 #define TLSM_STACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 void tlsm_stack_init(void);
@@ -14,5 +15,6 @@ enum tlsm_stack_kind { TLSM_STACK_REC, TLSM_STACK_READ };
  * events on first sight. */
 uint32_t tlsm_stack_sample(const void *site, enum tlsm_stack_kind kind);
 uint64_t tlsm_stack_count(void);
+void tlsm_stack_atfork(bool take);
 
 #endif

@@ -71,7 +71,6 @@ uint64_t tlsm_thread_calls(int fn)
 void tlsm_thread_atfork_child(void)
 {
     struct tlsm_thread *th = &tlsm_th;
-    pthread_mutex_init(&live_lock, NULL);
     for (int i = 0; i < MAX_LIVE; i++)
         live_calls[i] = NULL;
     for (int i = 0; i < TLSM_FN_COUNT; i++)
@@ -81,4 +80,14 @@ void tlsm_thread_atfork_child(void)
     th->tid = (int)gettid();
     if (th->started)
         live_calls[0] = th->calls;
+}
+
+/* fork(): held across it so the child never inherits this lock taken by a thread that
+ * does not exist there (main.c takes every lock in one fixed order). */
+void tlsm_thread_atfork(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&live_lock);
+    else
+        pthread_mutex_unlock(&live_lock);
 }

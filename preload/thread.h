@@ -42,5 +42,6 @@ void tlsm_thread_start(struct tlsm_thread *th);
 uint64_t tlsm_thread_calls(int fn);
 void tlsm_thread_init(void);
 void tlsm_thread_atfork_child(void);
+void tlsm_thread_atfork(bool take);
 
 #endif
