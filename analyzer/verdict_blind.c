@@ -89,14 +89,15 @@ static void ktls(struct summary *s, const struct trace *t, const struct blind *b
 {
     struct verdict *v;
 
-    v = summary__verdict(s, "ktls", "blind",
-                         "%s: %lld connection%s of %s (%s) received with kernel TLS (kTLS): the "
-                         "kernel decrypted their records, no EVP call reached tlsmeter; their "
-                         "reads are in the trace, their crypto cost is in the process's system "
-                         "CPU time, not in the records",
-                         t->file, (long long)b->conns, b->conns == 1 ? "" : "s",
-                         b->path ? b->path : "?",
-                         b->version && *b->version ? b->version : "OpenSSL");
+    v = summary__verdict(
+        s, "ktls", "blind",
+        "%s: %lld connection%s of %s (%s) received with kernel TLS (kTLS): the "
+        "kernel decrypted their records, no EVP call reached tlsmeter; their "
+        "reads are in the trace, their crypto cost is in the process's system "
+        "CPU time: the crypto figures above (and any verdict on them) cover "
+        "only the records libssl decrypted itself (%llu)",
+        t->file, (long long)b->conns, b->conns == 1 ? "" : "s", b->path ? b->path : "?",
+        b->version && *b->version ? b->version : "OpenSSL", (unsigned long long)t->st.recs);
     verdict__evidence(v, "conns", (double)b->conns);
 }
 

@@ -10,6 +10,7 @@
 #include "elfdyn.h"
 #include "json.h"
 #include "log.h"
+#include "thread.h"
 #include "obj.h"
 #include "resolve.h"
 #include "trace.h"
@@ -52,6 +53,7 @@ struct blind {
     char version[64]; /* "OpenSSL 3.0.19 27 Jan 2026", "" if not found */
     char build_id[80];
     unsigned reasons;
+    bool noticed;                      /* OpenSSL 1.x copy obj.c already named on stderr */
     int relocs, got_us, got_elsewhere; /* record-function relocations and where they point */
 };
 static struct blind found[MAX_BLIND];
@@ -149,7 +151,7 @@ static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm
     struct relocs_arg ra = {lm, b};
     unsigned r = 0;
     tlsm_elf_slots(lm, record_fns, NRECORD_FNS, check_slot, &ra);
-    if (m->version[0] && !strncmp(m->version, "OpenSSL 1.", 10))
+    if ((m->version[0] && !strncmp(m->version, "OpenSSL 1.", 10)) || tlsm_obj_old_abi(lm))
         r |= BL_OLD_ABI;
     if (tlsm_elf_flags(lm).symbolic)
         r |= BL_SYMBOLIC;
@@ -190,7 +192,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!b->reasons)
         return 0;
     object_path(info, b->path, sizeof(b->path));
-    snprintf(b->version, sizeof(b->version), "%s", m.version);
+    const char *old = tlsm_obj_old_abi(f.dlfo_link_map);
+    b->noticed = old != NULL;
+    snprintf(b->version, sizeof(b->version), "%s", m.version[0] || !old ? m.version : old);
     tlsm_build_id(f.dlfo_link_map, b->build_id, sizeof(b->build_id));
     nfound++;
     return 0;
@@ -240,6 +244,71 @@ static void write_blind_event(const struct blind *b)
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
+}
+
+/* kTLS receive, per instance: connections whose records the kernel decrypted. */
+#define MAX_KTLS 8
+static struct {
+    struct tlsm_obj *_Atomic lib;
+    _Atomic int conns;
+} ktls_libs[MAX_KTLS];
+
+/* The slot of lib (claimed on first use); NULL when all are taken by other instances. */
+static _Atomic int *ktls_count(struct tlsm_obj *lib, bool *first)
+{
+    for (int i = 0; i < MAX_KTLS; i++) {
+        struct tlsm_obj *cur = NULL;
+        *first = atomic_compare_exchange_strong(&ktls_libs[i].lib, &cur, lib);
+        if (*first || cur == lib)
+            return &ktls_libs[i].conns;
+    }
+    return NULL;
+}
+
+static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
+{
+    char line[TLSM_LINE_MAX], bid[80];
+    struct tlsm_json j;
+    tlsm_build_id(lib->lm, bid, sizeof(bid));
+    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
+    tlsm_json_int(&j, "tid", tlsm_th.tid);
+    tlsm_json_int(&j, "conn", conn);
+    tlsm_json_int(&j, "lib", lib->lib_id);
+    tlsm_json_str(&j, "path", lib->path);
+    tlsm_json_str(&j, "build_id", bid);
+    tlsm_json_str(&j, "version", lib->version);
+    tlsm_json_str(&j, "what", "ktls");
+    tlsm_json_raw(&j, "reasons", "[\"ktls\"]");
+    tlsm_json_raw(&j, "why",
+                  "[\"kernel TLS receive: the kernel decrypts this connection's "
+                  "records, no EVP call is made\"]");
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn)
+{
+    const struct tlsm_api *a = lib ? &lib->api : NULL;
+    if (!a || !a->SSL_get_rbio || !a->BIO_ctrl)
+        return;
+    tlsm_th.guard++;
+    BIO *rbio = a->SSL_get_rbio(ssl);
+    /* BIO_get_ktls_recv(b) is this call in OpenSSL 3 (a macro; 0 when built without kTLS). */
+    long on = rbio ? a->BIO_ctrl(rbio, BIO_CTRL_GET_KTLS_RECV, 0, NULL) : 0;
+    tlsm_th.guard--;
+    bool first;
+    _Atomic int *count = on > 0 ? ktls_count(lib, &first) : NULL;
+    if (!count)
+        return;
+    atomic_fetch_add(count, 1);
+    if (first)
+        tlsm_warn("%s receives with kernel TLS (kTLS): the kernel decrypts those connections' "
+                  "records, their crypto cost is not in the trace",
+                  lib->path);
+    if (tlsm_trace_ready())
+        write_ktls_event(lib, conn);
 }
 
 /* The forwarding cache as (caller object, target object, functions) triples. */
@@ -302,6 +371,8 @@ void tlsm_blind_at_exit(void)
     dl_iterate_phdr(scan_cb, NULL);
     for (int i = 0; i < nfound; i++) {
         const struct blind *b = &found[i];
+        if (b->noticed && b->reasons == BL_OLD_ABI)
+            continue; /* one notice per problem: obj.c gave it */
         reasons_words(b->reasons, words, sizeof(words));
         tlsm_warn("%s holds %s TLS code tlsmeter cannot see (%s): its records are not in the "
                   "trace",
@@ -318,23 +389,37 @@ void tlsm_blind_at_exit(void)
         write_fwd_event(&pairs[k]);
 }
 
+/* `"path":"..."` through the JSON escaper (a one-key event minus its wrapper), "" if too long. */
+static const char *path_member(const char *p, char *buf, size_t cap)
+{
+    struct tlsm_json j;
+    tlsm_json_begin(&j, buf, cap, "x");
+    tlsm_json_str(&j, "path", p);
+    size_t n = tlsm_json_end(&j, buf);
+    if (n < 2)
+        return "";
+    buf[n - 2] = 0; /* drop "}\n" */
+    return buf + strlen("{\"ev\":\"x\",");
+}
+
 size_t tlsm_blind_end_json(char *buf, size_t cap)
 {
+    char path[600], names[160];
     size_t n = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < nfound && n < cap; i++) {
-        char names[160];
+        const char *pm = path_member(found[i].path, path, sizeof(path));
         reasons_json(found[i].reasons, names, sizeof(names), false);
-        char path[600];
-        struct tlsm_json j;
-        /* The path through the JSON escaper: {"ev":"x","path":"..."} minus the wrapper. */
-        tlsm_json_begin(&j, path, sizeof(path), "x");
-        tlsm_json_str(&j, "path", found[i].path);
-        size_t pl = tlsm_json_end(&j, path);
-        if (!pl)
-            continue;
-        path[pl - 2] = 0; /* drop "}\n" */
-        n += (size_t)snprintf(buf + n, cap - n, "%s{%s,\"reasons\":%s}", n > 1 ? "," : "",
-                              path + strlen("{\"ev\":\"x\","), names);
+        if (*pm)
+            n += (size_t)snprintf(buf + n, cap - n, "%s{%s,\"what\":\"tls\",\"reasons\":%s}",
+                                  n > 1 ? "," : "", pm, names);
+    }
+    for (int i = 0; i < MAX_KTLS && n < cap; i++) {
+        const struct tlsm_obj *lib = atomic_load(&ktls_libs[i].lib);
+        const char *pm = lib ? path_member(lib->path, path, sizeof(path)) : "";
+        if (*pm)
+            n += (size_t)snprintf(buf + n, cap - n,
+                                  "%s{%s,\"what\":\"ktls\",\"reasons\":[\"ktls\"],\"conns\":%d}",
+                                  n > 1 ? "," : "", pm, atomic_load(&ktls_libs[i].conns));
     }
     if (n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "]");

@@ -1,5 +1,6 @@
 /* conn.c: connection ids, handshake timing, read events, per-connection totals. */
 #include "conn.h"
+#include "blind.h"
 #include "clock.h"
 #include "config.h"
 #include "json.h"
@@ -19,6 +20,7 @@ struct tlsm_conn_state {
     uint64_t hs_first; /* ticks at the first handshake call */
     uint64_t hs_ticks; /* time inside handshake calls */
     uint64_t reads, got, recs, crypto_ticks;
+    bool ktls_asked; /* issue 7: kTLS receive probed once (blind.c) */
 };
 
 static struct tlsm_table conns;
@@ -196,6 +198,12 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
         cs->recs += th->read_recs;
         cs->crypto_ticks += th->read_crypto_ticks;
         tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
+        /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
+         * decrypts for this connection (kTLS receive makes no EVP call). */
+        if (got > 0 && !th->read_recs && !cs->ktls_asked) {
+            cs->ktls_asked = true;
+            tlsm_blind_ktls(cs->lib, ssl, cs->id);
+        }
     }
     if (tlsm_cfg.reads && tlsm_trace_ready())
         write_read(cs, ssl, fn, want, ret, got, t0, t1);

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "elfdyn.h"
 #include "json.h"
+#include "log.h"
 #include "thread.h"
 #include "trace.h"
 
@@ -114,6 +115,8 @@ static void load_api(struct tlsm_obj *o, void *h)
     API(ERR_new);
     API(ERR_set_debug);
     API(ERR_set_error);
+    API(SSL_get_rbio);
+    API(BIO_ctrl);
 #undef API
 }
 
@@ -121,6 +124,49 @@ static const char *version_str(const struct tlsm_obj *o, int which)
 {
     const char *s = o->api.OpenSSL_version ? o->api.OpenSSL_version(which) : NULL;
     return s ? s : "";
+}
+
+/* The major version: OPENSSL_version_major (3.0+), else the version text ("OpenSSL 1.1.1w",
+ * from OpenSSL_version or 1.0's SSLeay_version: same signature), else the soname. */
+static int find_major(struct tlsm_obj *o, void *h)
+{
+    __typeof__(&OpenSSL_version) text = o->api.OpenSSL_version;
+    if (!text)
+        text = (__typeof__(text))scoped_sym(h, "SSLeay_version");
+    const char *v = text ? text(OPENSSL_VERSION) : NULL;
+    snprintf(o->version, sizeof(o->version), "%s", v ? v : "");
+    if (o->api.OPENSSL_version_major)
+        return (int)o->api.OPENSSL_version_major();
+    if (!strncmp(o->version, "OpenSSL ", 8) && o->version[8] >= '0' && o->version[8] <= '9')
+        return o->version[8] - '0';
+    const char *base = strrchr(o->path, '/');
+    base = base ? base + 1 : o->path;
+    if (!strncmp(base, "libssl.so.1", 11) || !strncmp(base, "libcrypto.so.1", 14))
+        return 1;
+    return 0;
+}
+
+/* OpenSSL 1.x: structures, record layer and EVP behaviour differ (EVP_Cipher returns the
+ * length, no OSSL_PARAM, ...). Supporting it means testing it, which Debian 12 cannot:
+ * forget every helper so nothing of ours ever calls into it, and say so once. */
+static void leave_alone(struct tlsm_obj *o)
+{
+    static _Atomic int said;
+    o->old_abi = true;
+    memset(&o->api, 0, sizeof(o->api));
+    if (!atomic_exchange(&said, 1))
+        tlsm_warn("%s is %s: tlsmeter supports OpenSSL 3 only and leaves this copy alone "
+                  "(its calls are forwarded, its records not traced)",
+                  o->path, o->version[0] ? o->version : "OpenSSL 1.x");
+}
+
+const char *tlsm_obj_old_abi(const struct link_map *lm)
+{
+    int n = atomic_load_explicit(&nobjs, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (objs[i].lm == lm && objs[i].old_abi)
+            return objs[i].version;
+    return NULL;
 }
 
 static void write_lib_event(struct tlsm_obj *o)
@@ -139,12 +185,14 @@ static void write_lib_event(struct tlsm_obj *o)
     tlsm_json_str(&j, "build_id", bid);
     tlsm_json_bool(&j, "has_ssl", o->has_ssl);
     tlsm_json_bool(&j, "has_crypto", o->has_crypto);
-    tlsm_json_str(&j, "version", version_str(o, OPENSSL_VERSION));
+    tlsm_json_str(&j, "version", o->version);
     tlsm_json_str(&j, "platform", version_str(o, OPENSSL_PLATFORM));
     tlsm_json_str(&j, "cflags", version_str(o, OPENSSL_CFLAGS));
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
     tlsm_json_raw(&j, "caps", caps);
     tlsm_json_str(&j, "role", "app");
+    if (o->old_abi)
+        tlsm_json_str(&j, "left_alone", "openssl_1");
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
@@ -171,12 +219,17 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     o->has_ssl = defines(o, h, "SSL_read");
     o->has_crypto = defines(o, h, "EVP_CipherUpdate");
     load_api(o, h);
+    if (!o->has_ssl && !o->has_crypto) {
+        if (h)
+            tlsm_real_dlclose(h);
+        return;
+    }
+    tlsm_th.guard++;
+    o->major = find_major(o, h);
     if (h)
         tlsm_real_dlclose(h);
-    if (!o->has_ssl && !o->has_crypto)
-        return;
-    tlsm_th.guard++;
-    o->major = o->api.OPENSSL_version_major ? (int)o->api.OPENSSL_version_major() : 0;
+    if (o->major > 0 && o->major < 3)
+        leave_alone(o);
     o->lib_id = tlsm_next_lib_id();
     if (tlsm_trace_ready())
         write_lib_event(o);

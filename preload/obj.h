@@ -28,6 +28,8 @@ struct tlsm_api {
     __typeof__(&ERR_new) ERR_new;
     __typeof__(&ERR_set_debug) ERR_set_debug;
     __typeof__(&ERR_set_error) ERR_set_error;
+    __typeof__(&SSL_get_rbio) SSL_get_rbio; /* with BIO_ctrl: BIO_get_ktls_recv (a macro) */
+    __typeof__(&BIO_ctrl) BIO_ctrl;
 };
 
 struct tlsm_obj {
@@ -40,6 +42,11 @@ struct tlsm_obj {
     _Atomic int described;
     int lib_id; /* id of its lib event; 0 = not an OpenSSL instance (yet) */
     int major;  /* OpenSSL major version, 0 unknown */
+    /* OpenSSL 1.x (issue 7): left alone. Its api stays empty, so tlsmeter never calls into
+     * it: record.c cannot name its ciphers (no EVP_CIPHER_get_nid) and tracks none of its
+     * contexts, the EVP hooks only forward; conn.c asks it nothing. */
+    bool old_abi;
+    char version[64]; /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
     _Atomic uint64_t hooks_into;
     struct tlsm_api api;
     bool stale; /* dlclose() happened since: do not reuse for new callers */
@@ -53,5 +60,7 @@ void tlsm_obj_mark_stale(void);
 /* For the end event: every described instance with the hooks that resolved into it. */
 size_t tlsm_obj_end_json(char *buf, size_t cap);
 int tlsm_next_lib_id(void);
+/* The OpenSSL 1.x version text of the registered object lm, NULL if it is not one. */
+const char *tlsm_obj_old_abi(const struct link_map *lm);
 
 #endif

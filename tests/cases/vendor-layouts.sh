@@ -103,6 +103,14 @@ for l in "${LAYOUTS[@]}"; do
     done
 done
 
+# kTLS probe (conn.c -> blind.c, once per connection that read bytes without a record): this
+# kernel has no tls ULP, so every answer must be no: no ktls blind event in any trace.
+if grep -l '"what":"ktls"' "$d"/*.trace >/dev/null 2>&1; then
+    fail "vendor kTLS probe: a ktls blind event without kernel TLS: $(grep -l '"what":"ktls"' "$d"/*.trace | head -n 3 | tr '\n' ' ')"
+else
+    pass "vendor kTLS probe: no ktls event in $(ls "$d"/*.trace | wc -l) traces (no kernel TLS here)"
+fi
+
 # Layout 8: the vendor copy runs software AES; the hw backend must take its records over.
 nsb() { # nsb TRACE: crypto ns per byte of the records of the vendor's connection (conn 1)
     "$TLSM_PY" -c 'import json, sys
