@@ -101,22 +101,25 @@ static void find_version(const char *p, size_t n, struct marks *m)
     }
 }
 
-static void scan_segment(const char *p, size_t n, struct marks *m)
+static bool read_only(const ElfW(Phdr) * ph)
 {
-    static const char ssl_mark[] = "ssl/record/rec_layer_s3.c";
-    if (!m->ssl)
-        m->ssl = memmem(p, n, ssl_mark, sizeof(ssl_mark) - 1) != NULL;
-    find_version(p, n, m);
+    return ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && !(ph->p_flags & PF_W);
 }
 
-/* Read-only loaded segments only: that is where string constants live. */
+/* Read-only loaded segments only: that is where string constants live. The version text
+ * is looked for only in objects that hold the record layer: this scan runs at every
+ * traced program's exit, over every loaded library. */
 static void scan_marks(const struct dl_phdr_info *info, struct marks *m)
 {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && !(ph->p_flags & PF_W))
-            scan_segment((const char *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz, m);
-    }
+    static const char ssl_mark[] = "ssl/record/rec_layer_s3.c";
+    for (int i = 0; i < info->dlpi_phnum && !m->ssl; i++)
+        if (read_only(&info->dlpi_phdr[i]))
+            m->ssl = memmem((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                            info->dlpi_phdr[i].p_filesz, ssl_mark, sizeof(ssl_mark) - 1) != NULL;
+    for (int i = 0; i < info->dlpi_phnum && m->ssl; i++)
+        if (read_only(&info->dlpi_phdr[i]))
+            find_version((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                         info->dlpi_phdr[i].p_filesz, m);
 }
 
 static bool exports_openssl(const char *path, uintptr_t start, uintptr_t end)
@@ -182,6 +185,11 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!info->dlpi_phnum ||
         _dl_find_object((void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr), &f) != 0 ||
         !f.dlfo_link_map)
+        return 0;
+    /* A libcrypto our hooks forward into holds no record layer: skip its megabytes of
+     * constants. Objects with libssl code are always scanned: exported SSL_read does not
+     * mean its record decryption is visible (-Bsymbolic). */
+    if (tlsm_obj_crypto_only(f.dlfo_link_map))
         return 0;
     scan_marks(info, &m);
     if (!m.ssl)

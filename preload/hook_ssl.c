@@ -44,10 +44,11 @@ static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, si
     return ret;
 }
 
-/* Forwarded untraced: set-up not finished, our own call, or nested in another SSL_* hook. */
-static bool untraced_ssl(void)
+/* Forwarded untraced: set-up not finished, our own call, nested in another SSL_* hook, or
+ * an OpenSSL 1.x copy (left alone: its ABI is not the one tlsmeter speaks). */
+static bool untraced_ssl(struct tlsm_fwd f)
 {
-    return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth;
+    return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth || (f.target && f.target->old_abi);
 }
 
 /* The int-sized calls pass num through size_t and back unchanged: the program's exact
@@ -57,7 +58,7 @@ TLSM_EXPORT int SSL_read(SSL *s, void *buf, int num)
     TLSM_HOOK_ENTER(SSL_read, f);
     if (!f.fn)
         return errno = ENOSYS, -1;
-    if (untraced_ssl())
+    if (untraced_ssl(f))
         return TLSM_REAL(SSL_read, f)(s, buf, num);
     return traced_read(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL,
                        __builtin_return_address(0));
@@ -68,7 +69,7 @@ TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
     TLSM_HOOK_ENTER(SSL_peek, f);
     if (!f.fn)
         return errno = ENOSYS, -1;
-    if (untraced_ssl())
+    if (untraced_ssl(f))
         return TLSM_REAL(SSL_peek, f)(s, buf, num);
     return traced_read(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL,
                        __builtin_return_address(0));
@@ -79,7 +80,7 @@ TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
     TLSM_HOOK_ENTER(SSL_read_ex, f);
     if (!f.fn)
         return errno = ENOSYS, 0;
-    if (untraced_ssl())
+    if (untraced_ssl(f))
         return TLSM_REAL(SSL_read_ex, f)(s, buf, num, readbytes);
     return traced_read(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes,
                        __builtin_return_address(0));
@@ -90,7 +91,7 @@ TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
     TLSM_HOOK_ENTER(SSL_peek_ex, f);
     if (!f.fn)
         return errno = ENOSYS, 0;
-    if (untraced_ssl())
+    if (untraced_ssl(f))
         return TLSM_REAL(SSL_peek_ex, f)(s, buf, num, readbytes);
     return traced_read(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes,
                        __builtin_return_address(0));
@@ -132,7 +133,7 @@ static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const vo
         TLSM_HOOK_ENTER(name, f);                                                                  \
         if (!f.fn)                                                                                 \
             return errno = ENOSYS, -1;                                                             \
-        if (untraced_ssl())                                                                        \
+        if (untraced_ssl(f))                                                                       \
             return TLSM_REAL(name, f)(s);                                                          \
         return traced_handshake(TLSM_FN_##name, f, s, __builtin_return_address(0));                \
     }
@@ -183,7 +184,7 @@ TLSM_EXPORT int SSL_write(SSL *s, const void *buf, int num)
     TLSM_HOOK_ENTER(SSL_write, f);
     if (!f.fn)
         return errno = ENOSYS, -1;
-    if (untraced_ssl())
+    if (untraced_ssl(f))
         return TLSM_REAL(SSL_write, f)(s, buf, num);
     return traced_write(TLSM_FN_SSL_write, f, s, buf, (size_t)num, NULL);
 }
@@ -193,7 +194,7 @@ TLSM_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *writte
     TLSM_HOOK_ENTER(SSL_write_ex, f);
     if (!f.fn)
         return errno = ENOSYS, 0;
-    if (untraced_ssl())
+    if (untraced_ssl(f))
         return TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
     return traced_write(TLSM_FN_SSL_write_ex, f, s, buf, num, written);
 }

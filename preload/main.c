@@ -32,9 +32,11 @@ static void locks(bool take)
         tlsm_stack_atfork(true);
         tlsm_trace_atfork_prepare(); /* open lock, then its buffers */
         tlsm_thread_atfork(true);
+        tlsm_obj_atfork(true);
         tlsm_resolve_atfork(true);
     } else {
         tlsm_resolve_atfork(false);
+        tlsm_obj_atfork(false);
         tlsm_thread_atfork(false);
         tlsm_stack_atfork(false);
         tlsm_backend_atfork(false);

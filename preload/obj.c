@@ -169,6 +169,15 @@ const char *tlsm_obj_old_abi(const struct link_map *lm)
     return NULL;
 }
 
+bool tlsm_obj_crypto_only(const struct link_map *lm)
+{
+    int n = atomic_load_explicit(&nobjs, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (objs[i].lm == lm && objs[i].lib_id && objs[i].has_crypto && !objs[i].has_ssl)
+            return true;
+    return false;
+}
+
 static void write_lib_event(struct tlsm_obj *o)
 {
     char line[TLSM_LINE_MAX], caps[256], base[24], bid[80];
@@ -258,4 +267,13 @@ size_t tlsm_obj_end_json(char *buf, size_t cap)
     if (n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "]");
     return n < cap ? n : 0;
+}
+
+/* fork(): see main.c. */
+void tlsm_obj_atfork(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&obj_lock);
+    else
+        pthread_mutex_unlock(&obj_lock);
 }

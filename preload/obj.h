@@ -62,5 +62,8 @@ size_t tlsm_obj_end_json(char *buf, size_t cap);
 int tlsm_next_lib_id(void);
 /* The OpenSSL 1.x version text of the registered object lm, NULL if it is not one. */
 const char *tlsm_obj_old_abi(const struct link_map *lm);
+/* A libcrypto-only instance our hooks forward into: it holds no TLS record layer. */
+bool tlsm_obj_crypto_only(const struct link_map *lm);
+void tlsm_obj_atfork(bool take);
 
 #endif
