@@ -148,5 +148,7 @@ size_t tlsm_end_line(char *buf, size_t cap)
         tlsm_json_raw(&j, "reroute", reroute);
     if (tlsm_trace_is_quiet())
         tlsm_json_str(&j, "quiet", tlsm_trace_quiet_reason());
+    if (tlsm_exec_path)
+        tlsm_json_str(&j, "exec", tlsm_exec_path);
     return tlsm_json_end(&j, buf);
 }

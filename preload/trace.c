@@ -34,6 +34,7 @@ struct tlsm_tbuf {
 };
 
 uint64_t tlsm_trace_t0;
+const char *tlsm_exec_path;
 static _Atomic int state = ST_UNOPENED;
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t bufs_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -373,6 +374,24 @@ void tlsm_trace_finish(void)
             write_all(line, n);
     }
     atomic_store(&state, ST_FINISHED);
+    pthread_mutex_unlock(&open_lock);
+}
+
+/* exec*(): the new image never runs our destructor, so write everything now, ending with
+ * an end line that names the exec. If the exec fails the program goes on, and so does the
+ * trace: a later end line (at exit) supersedes this one. */
+void tlsm_trace_exec(const char *what)
+{
+    pthread_mutex_lock(&open_lock);
+    if (atomic_load(&state) == ST_OPEN) {
+        flush_all();
+        char line[TLSM_LINE_MAX * 2];
+        tlsm_exec_path = what;
+        size_t n = tlsm_end_line(line, sizeof(line));
+        tlsm_exec_path = NULL;
+        if (n)
+            write_all(line, n);
+    }
     pthread_mutex_unlock(&open_lock);
 }
 

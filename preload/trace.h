@@ -41,5 +41,9 @@ void tlsm_trace_drop(void);
 /* Thread exit: flush and free this thread's buffer. */
 void tlsm_trace_thread_exit(void);
 const char *tlsm_trace_quiet_reason(void);
+/* Flush everything and write an end line naming the exec about to happen. */
+void tlsm_trace_exec(const char *path);
+/* Set while the end line of an exec is built. */
+extern const char *tlsm_exec_path;
 /* Built by main.c: the end event's line (trace.c writes it last). */
 size_t tlsm_end_line(char *buf, size_t cap);
