@@ -14,9 +14,13 @@
 
 #define VENDOR_API __attribute__((visibility("default")))
 
-/* libcrypto.a's capability vector (crypto/cryptlib.c); set up by OPENSSL_cpuid_setup from the
- * library's .init, before any constructor of ours. */
+/* libcrypto.a's capability vector (crypto/cryptlib.c, crypto/armcap.c); set up by
+ * OPENSSL_cpuid_setup from the library's .init, before any constructor of ours. */
+#if defined(__aarch64__)
+extern unsigned int OPENSSL_armcap_P;
+#else
 extern unsigned int OPENSSL_ia32cap_P[4];
+#endif
 
 /* Layout 8: this copy runs OpenSSL's software path (table AES + 4-bit GHASH) while the system
  * copy keeps AES-NI: clear AES-NI (57), PCLMULQDQ (33), SSSE3 (41) in word 0 (bits 32.. of
@@ -24,8 +28,12 @@ extern unsigned int OPENSSL_ia32cap_P[4];
  * vector changes; OPENSSL_ia32cap in the environment would mask every copy in the process. */
 VENDOR_API void vendor_force_soft(void)
 {
+#if defined(__aarch64__)
+    OPENSSL_armcap_P = 0; /* no NEON, AES, PMULL: what OPENSSL_armcap=0 does to one copy */
+#else
     OPENSSL_ia32cap_P[1] &= ~((1u << (57 - 32)) | (1u << (33 - 32)) | (1u << (41 - 32)));
     OPENSSL_ia32cap_P[3] &= ~((1u << (41 - 32)) | (1u << (42 - 32)));
+#endif
 }
 
 /* OpenSSL_version() of the copy the vendor's own call reaches (its own one unless the
