@@ -90,9 +90,11 @@ tls_init() {
 # Under an ASAN build the sanitizer runtime is preloaded into every traced program, and curl
 # (7.88) deadlocks at its first transfer with libasan preloaded: a futex wait before any
 # connect, with or without tlsmeter. tls_curl_ok tells (a 5 s probe, SAN runs only); cases
-# download with $TLS_DL (curl, else our C client) or skip their curl parts.
+# download with $TLS_DL (curl, else our C client) or skip their curl parts. Under qemu
+# (make check-aarch64) there is no curl for the target at all.
 tls_curl_ok() {
     local rc
+    under_qemu && return 1
     [ -z "${TLSM_SAN:-}" ] && return 0
     if [ -z "${TLS_CURL_OK:-}" ]; then
         timeout -k 1 5 env LD_PRELOAD="${TLSM_PRELOAD%:*}" curl -sS -o /dev/null \
@@ -104,6 +106,45 @@ tls_curl_ok() {
     return "$TLS_CURL_OK"
 }
 TLS_CURL_SKIP="curl deadlocks with the sanitizer runtime preloaded (not tlsmeter's doing)"
+under_qemu && TLS_CURL_SKIP="no $(target_arch) curl under qemu (the sysroot has s_client and our C clients)"
+
+# tls_client_ok KIND: true when client KIND (see tls_client) can run here; else false with the
+# reason in TLS_CLIENT_SKIP. Under qemu only target programs run: the sysroot's s_client and
+# our cross-built C clients; curl and Python are host programs there.
+tls_client_ok() {
+    TLS_CLIENT_SKIP=
+    case $1 in
+    curl) tls_curl_ok || TLS_CLIENT_SKIP=$TLS_CURL_SKIP ;;
+    py) under_qemu && TLS_CLIENT_SKIP="no $(target_arch) Python under qemu (the sysroot has s_client and our C clients)" ;;
+    esac
+    [ -z "$TLS_CLIENT_SKIP" ]
+}
+
+# tls_mode_ok MODE: true when TLSMETER_CRYPTO=MODE can run in this build, else false with the
+# reason in TLS_MODE_SKIP. The hw/soft backend is a libcrypto copy loaded RTLD_DEEPBIND
+# (preload/backend.c), and ASan's dlopen dies on RTLD_DEEPBIND ("incompatible with sanitizer
+# runtime", google/sanitizers#611). Under ASan builds one probe tells (a small hw download from
+# the running server $TLS_PORT, once per case): when the preload learns to load its backend
+# there, the reroute checks run again by themselves.
+tls_mode_ok() {
+    local p=$TLS_DIR/deepbind-probe saved=("${TLS_ENV[@]}")
+    TLS_MODE_SKIP=
+    [ "$1" = native ] && return 0
+    [[ ${TLSM_SAN:-} == *address* ]] || return 0
+    if [ -z "${TLS_DEEPBIND_OK:-}" ]; then
+        TLS_ENV=(TLSMETER_CRYPTO=hw)
+        tls_run "$p" "$p.%p.jsonl" "$TLSM_PROGS/mtclient" -q -p "$TLS_PORT" -c "$TLS_CERT" \
+            -t 1 -n 1 -o /dev/null /
+        TLS_ENV=("${saved[@]}")
+        TLS_DEEPBIND_OK=1
+        grep -q RTLD_DEEPBIND "$p.err" && TLS_DEEPBIND_OK=0
+        rm -f "$p".*
+    fi
+    [ "$TLS_DEEPBIND_OK" = 1 ] && return 0
+    TLS_MODE_SKIP="ASan's dlopen refuses RTLD_DEEPBIND, which loads the $1 backend"
+    TLS_MODE_SKIP+=" (preload/backend.c; google/sanitizers#611)"
+    return 1
+}
 
 # tls_need_preload: fail the case (not skip) when the library is missing: the suite exists to
 # test it.
@@ -212,11 +253,19 @@ tls_server_stop() {
 # traced run comes from the array TLS_ENV (VAR=VALUE words); the array TLS_RUNAS (e.g. setpriv
 # ...) goes in front of env, so it never runs under the preload itself; TLS_PRELOAD, when set,
 # replaces $TLSM_PRELOAD. Bounded by
-# $TLS_RUN_TIMEOUT seconds (a hung run must not eat the whole case's time).
+# $TLS_RUN_TIMEOUT seconds (a hung run must not eat the whole case's time). Under qemu (make
+# check-aarch64) CMD is a target program: run through target_cmd, see tests/lib-qemu.sh.
 tls_run() {
-    local p=$1 trace=$2 rc
+    local p=$1 trace=$2 rc pre=()
     shift 2
-    if [ -z "$trace" ]; then
+    if under_qemu; then
+        # The target's program through qemu (tests/lib-qemu.sh: a bare name is the sysroot's
+        # /usr/bin/NAME, LD_PRELOAD reaches only the guest); TLS_RUNAS stays on the host side.
+        [ -n "$trace" ] && pre=(LD_PRELOAD="${TLS_PRELOAD:-$TLSM_PRELOAD}" TLSMETER_OUT="$trace"
+            "${TLS_ENV[@]}")
+        target_cmd "${pre[@]}" "$@"
+        timeout -k 5 "$TLS_RUN_TIMEOUT" "${TLS_RUNAS[@]}" "${TARGET_CMD[@]}" >"$p.out" 2>"$p.err"
+    elif [ -z "$trace" ]; then
         timeout -k 5 "$TLS_RUN_TIMEOUT" "${TLS_RUNAS[@]}" env -u LD_PRELOAD "$@" \
             >"$p.out" 2>"$p.err"
     else
@@ -329,11 +378,13 @@ tls_traces() {
     done
 }
 
-# tls_trace_check NAME TRACE ARGS...: tracecheck.py TRACE ARGS, reported as NAME.
+# tls_trace_check NAME TRACE ARGS...: tracecheck.py TRACE ARGS, reported as NAME. Under qemu
+# the trace must also come from the target's program (header arch, emulated).
 tls_trace_check() {
-    local name=$1
+    local name=$1 q=()
     shift
-    tls_check "$name" "$TLSM_PY" "$TLSM_TOOLS/tracecheck.py" "$@"
+    under_qemu && q=(--arch "$(target_arch)" --emulated)
+    tls_check "$name" "$TLSM_PY" "$TLSM_TOOLS/tracecheck.py" "$@" "${q[@]}"
 }
 
 # tls_check NAME CMD...: like check, but keeps the first lines of the failure reasons.

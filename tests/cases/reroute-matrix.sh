@@ -47,6 +47,10 @@ for s in "${TLS_SUITES[@]}"; do
         continue
     fi
     for c in "${CLIENTS[@]}"; do
+        if ! tls_client_ok "$c"; then
+            skip "reroute-matrix $c $suite: $TLS_CLIENT_SKIP"
+            continue
+        fi
         p=$d/$c.$suite
         tls_client "$c" "$TLS_PORT" r.bin "$p.plain"
         if [ "$(cat "$p.plain.rc")" != 0 ] || [ "$(tls_sha "$p.plain.body")" != "$want_sha" ]; then
@@ -55,6 +59,10 @@ for s in "${TLS_SUITES[@]}"; do
             continue
         fi
         for m in "${MODES[@]}"; do
+            if ! tls_mode_ok "$m"; then
+                skip "reroute-matrix $m $c $suite: $TLS_MODE_SKIP"
+                continue
+            fi
             check_mode "$c" "$proto" "$suite" "$cipher" "$m"
         done
     done

@@ -28,6 +28,10 @@ for s in "1.3 TLS_AES_128_GCM_SHA256" "1.3 TLS_CHACHA20_POLY1305_SHA256" \
     fi
     for mode in hw soft; do
         name="reroute-threads $mode $suite"
+        if ! tls_mode_ok "$mode"; then
+            skip "$name: $TLS_MODE_SKIP"
+            continue
+        fi
         p=$d/mt.$mode.$suite why=
         TLS_ENV=("TLSMETER_CRYPTO=$mode")
         tls_run "$p" "$p.trace.%p.jsonl" "$TLSM_PROGS/mtclient" -p "$TLS_PORT" -c "$TLS_CERT" \

@@ -94,6 +94,10 @@ def check_frame(t, a):
             t.err("end.events is %r but %d lines precede end" % (e.get("events"), e["_line"] - 1))
         if not a.allow_dropped and int_field(t, e, "dropped") != 0:
             t.err("end.dropped is %r, want 0" % e.get("dropped"))
+    if a.arch and h and h.get("arch") != a.arch:
+        t.err("header.arch is %r, want %s" % (h.get("arch"), a.arch))
+    if a.emulated and h and h.get("emulated") is not True:
+        t.err("header.emulated is %r, want true (the run was under qemu)" % h.get("emulated"))
     if a.pid is not None and h.get("pid") != a.pid:
         t.err("header.pid is %r, want %d" % (h.get("pid"), a.pid))
     if a.fork_of is not None and h.get("fork_of") != a.fork_of:
@@ -397,6 +401,8 @@ def main():
     ap.add_argument("--reroute", action="append", default=[], metavar="COND",
                     help="end.reroute condition: KEY=V, KEY>N, KEY~REGEX (repeatable)")
     ap.add_argument("--summary", action="store_true", help="print the summary as JSON")
+    ap.add_argument("--arch", help="header.arch (x86_64, aarch64)")
+    ap.add_argument("--emulated", action="store_true", help="header.emulated must be true (qemu)")
     a = ap.parse_args()
     try:
         t = Trace(a.trace)
