@@ -2,6 +2,7 @@
 # core-config: TLSMETER_* settings. A malformed value gets exactly one warning naming the
 # variable and the accepted values, the default is used, and the program runs unchanged.
 # TLSMETER_DISABLE=1 writes no trace; READS=0 / RECORDS=0 drop those events.
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

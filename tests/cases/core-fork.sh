@@ -2,6 +2,7 @@
 # core-fork: TLS in a parent, fork() without exec, TLS in the child and again in the parent.
 # Two complete traces: the parent's with its two connections, the child's (fork_of = parent)
 # with only its own, and no event of one process in the other's file.
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

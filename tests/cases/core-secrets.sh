@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # core-secrets: no plaintext and no key material in a trace; traces are created 0600 whatever
 # the umask; a symlink or file planted at the trace path is never written through.
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -20,8 +21,8 @@ fi
 # Python and our client all honour SSLKEYLOGFILE) in the trace. Run under umask 000: the file
 # must be 0600.
 for c in curl py tlsget; do
-    if [ "$c" = curl ] && ! tls_curl_ok; then
-        skip "core-secrets curl: $TLS_CURL_SKIP"
+    if ! tls_client_ok "$c"; then
+        skip "core-secrets $c: $TLS_CLIENT_SKIP"
         continue
     fi
     p=$d/$c

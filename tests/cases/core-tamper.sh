@@ -2,6 +2,8 @@
 # core-tamper: a proxy flips one ciphertext byte of a response record. Every client must fail
 # the same way with and without the preload, and the trace must show a record with
 # tag_ok:false (TLS 1.3 AES-GCM and ChaCha20, TLS 1.2 AES-GCM: three different EVP sequences).
+# Under qemu: s_client and our C client only.
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -55,8 +57,8 @@ for s in "${CONFIGS[@]}"; do
         continue
     fi
     for c in "${CLIENTS[@]}"; do
-        if [ "$c" = curl ] && ! tls_curl_ok; then
-            skip "core-tamper curl $suite: $TLS_CURL_SKIP"
+        if ! tls_client_ok "$c"; then
+            skip "core-tamper $c $suite: $TLS_CLIENT_SKIP"
             continue
         fi
         check_one "$c" "$proto" "$suite"

@@ -3,7 +3,10 @@
 # (OPENSSL_ia32cap="~0x200020200000000:~0x0": AES-NI and PCLMULQDQ off) is traced natively and
 # with TLSMETER_CRYPTO=hw. The analyzer must classify the native trace as table and the
 # rerouted one as hardware (--json `impl` and the per-cipher/path entries), and --compare must
-# put the two side by side; an unmasked program rerouted to soft classifies as table.
+# put the two side by side; an unmasked program rerouted to soft classifies as table. On aarch64
+# the mask is OPENSSL_armcap=0 (AES and PMULL off); downloads with $TLS_DL (curl, else our C
+# client: under ASan and under qemu).
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -16,17 +19,26 @@ if [ ! -x "$A" ]; then
     fail "reroute-masked: $A not built; run make"
     exit 0
 fi
+# Under qemu the analyzer is the cross-built one too (the board's view), run through qemu.
+if under_qemu; then
+    target_wrapper "$A" "$d/analyze"
+    A=$d/analyze
+fi
 
-MASK="~0x200020200000000:~0x0"
+case $(target_arch) in
+aarch64) MASK=OPENSSL_armcap=0 ;;
+*) MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0" ;;
+esac
 BODY=$((2 * 1024 * 1024 + 55))
+under_qemu && BODY=$((1024 * 1024 + 55)) # emulated: half the bytes
 tls_make_file m.bin "$BODY"
 
-# run_ab TAG MODE VAR=VALUE...: a traced curl download; sets TRACE, returns 1 after a failure.
+# run_ab TAG MODE VAR=VALUE...: a traced $TLS_DL download; sets TRACE, returns 1 after a failure.
 run_ab() {
     local tag=$1 mode=$2 why p=$d/$1.$suite
     shift 2
     TLS_ENV=("TLSMETER_CRYPTO=$mode" "$@")
-    tls_client curl "$TLS_PORT" m.bin "$p" "$p.trace.%p.jsonl"
+    tls_client "$TLS_DL" "$TLS_PORT" m.bin "$p" "$p.trace.%p.jsonl"
     TLS_ENV=()
     if ! why=$(tls_same_run "$tag" "$d/plain.$suite" "$p"); then
         fail "reroute-masked $tag $suite: $why"
@@ -69,18 +81,23 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES256-GCM-SHA3
         fail "reroute-masked $suite: openssl s_server did not start"
         continue
     fi
-    tls_client curl "$TLS_PORT" m.bin "$d/plain.$suite"
+    tls_client "$TLS_DL" "$TLS_PORT" m.bin "$d/plain.$suite"
     if [ "$(cat "$d/plain.$suite.rc")" != 0 ]; then
-        fail "reroute-masked $suite: curl failed without the preload"
+        fail "reroute-masked $suite: $TLS_DL failed without the preload"
+        tls_server_stop
+        continue
+    fi
+    if ! tls_mode_ok hw; then
+        skip "reroute-masked $suite: $TLS_MODE_SKIP"
         tls_server_stop
         continue
     fi
     native='' hw=''
-    if run_ab masked-native native OPENSSL_ia32cap="$MASK"; then
+    if run_ab masked-native native "$MASK"; then
         native=$TRACE
         classified "reroute-masked masked native is table $suite" table native "$cipher" "$native"
     fi
-    if run_ab masked-hw hw OPENSSL_ia32cap="$MASK"; then
+    if run_ab masked-hw hw "$MASK"; then
         hw=$TRACE
         tls_trace_check "reroute-masked masked hw records $suite" "$hw" --full-read \
             --body "$BODY" --cipher "$cipher" --tls "$proto" --conns 1 --path hw \
