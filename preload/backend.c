@@ -32,6 +32,7 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tlsm_backend backends[3];
 static int load_state[3]; /* 0 not tried, 1 loaded, -1 failed */
 static char last_error[512];
+static bool copy_symbolic; /* the last copy binds to itself (DF_SYMBOLIC): no DEEPBIND needed */
 
 #if defined(__aarch64__)
 #define TRIPLET "aarch64-linux-gnu"
@@ -96,40 +97,83 @@ static long vaddr_to_off(const ElfW(Ehdr) * eh, uint64_t va)
     return -1;
 }
 
+/* The .dynamic array of a mapped ELF file, and how many entries fit in it. */
+static ElfW(Dyn) * find_dynamic(unsigned char *m, size_t size, size_t *cap)
+{
+    const ElfW(Ehdr) *eh = (const void *)m;
+    if (size < sizeof(*eh) || memcmp(m, ELFMAG, SELFMAG) ||
+        eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > size)
+        return NULL;
+    const ElfW(Phdr) *ph = (const void *)(m + eh->e_phoff);
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_DYNAMIC && ph[i].p_offset + ph[i].p_filesz <= size) {
+            *cap = ph[i].p_filesz / sizeof(ElfW(Dyn));
+            return (ElfW(Dyn) *)(m + ph[i].p_offset);
+        }
+    return NULL;
+}
+
 /* The copy must not answer to "libcrypto.so.3": the loader matches DT_NEEDED names against
  * loaded objects' sonames, so a libssl loaded later would bind to our backend instead of
  * the system libcrypto. Overwrite the soname in place with a shorter name of ours. */
-static void rename_soname(int fd)
+static void rename_soname(unsigned char *m, size_t size, const ElfW(Dyn) * dyn, size_t cap)
 {
-    struct stat st;
-    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr)))
-        return;
-    unsigned char *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED)
-        return;
-    const ElfW(Ehdr) *eh = (const void *)m;
-    const ElfW(Phdr) *ph = (const void *)(m + eh->e_phoff);
     uint64_t strtab = 0, soname = 0;
     bool have = false;
-    for (int i = 0; memcmp(m, ELFMAG, SELFMAG) == 0 && i < eh->e_phnum; i++) {
-        if (ph[i].p_type != PT_DYNAMIC)
-            continue;
-        for (const ElfW(Dyn) *d = (const void *)(m + ph[i].p_offset); d->d_tag != DT_NULL; d++) {
-            if (d->d_tag == DT_STRTAB)
-                strtab = d->d_un.d_ptr;
-            if (d->d_tag == DT_SONAME)
-                soname = d->d_un.d_val, have = true;
-        }
+    for (size_t i = 0; i < cap && dyn[i].d_tag != DT_NULL; i++) {
+        if (dyn[i].d_tag == DT_STRTAB)
+            strtab = dyn[i].d_un.d_ptr;
+        if (dyn[i].d_tag == DT_SONAME)
+            soname = dyn[i].d_un.d_val, have = true;
     }
-    long off = have ? vaddr_to_off(eh, strtab) : -1;
-    if (off >= 0 && off + (long)soname < st.st_size) {
-        char *name = (char *)m + off + soname;
-        size_t len = strnlen(name, (size_t)(st.st_size - off - (long)soname));
-        static const char ours[] = "tlsm-bk.so";
-        if (len >= sizeof(ours) - 1)
-            memcpy(name, ours, sizeof(ours)); /* with its NUL: the rest is ignored */
+    long off = have ? vaddr_to_off((const void *)m, strtab) : -1;
+    if (off < 0 || off + (long)soname >= (long)size)
+        return;
+    char *name = (char *)m + off + soname;
+    static const char ours[] = "tlsm-bk.so";
+    if (strnlen(name, size - (size_t)off - soname) >= sizeof(ours) - 1)
+        memcpy(name, ours, sizeof(ours)); /* with its NUL: the rest is ignored */
+}
+
+/* DF_SYMBOLIC: the copy's references to its own functions bind to itself first, as
+ * RTLD_DEEPBIND would do, but without DEEPBIND's side effects (it would also put libc's
+ * malloc before a preloaded allocator, and ASan refuses DEEPBIND objects). Sets the bit in
+ * DT_FLAGS, or adds DT_FLAGS in a spare DT_NULL slot; false when neither is possible. */
+static bool make_symbolic(ElfW(Dyn) * dyn, size_t cap)
+{
+    size_t i = 0;
+    for (; i < cap && dyn[i].d_tag != DT_NULL; i++)
+        if (dyn[i].d_tag == DT_FLAGS || dyn[i].d_tag == DT_SYMBOLIC) {
+            if (dyn[i].d_tag == DT_FLAGS)
+                dyn[i].d_un.d_val |= DF_SYMBOLIC;
+            return true;
+        }
+    if (i + 1 >= cap) /* the terminating DT_NULL must stay */
+        return false;
+    dyn[i].d_tag = DT_FLAGS;
+    dyn[i].d_un.d_val = DF_SYMBOLIC;
+    dyn[i + 1].d_tag = DT_NULL;
+    return true;
+}
+
+/* Patch the copy in its memfd: a name of its own, bound to itself first. */
+static bool patch_copy(int fd)
+{
+    struct stat st;
+    size_t cap = 0;
+    bool symbolic = false;
+    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr)))
+        return false;
+    unsigned char *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED)
+        return false;
+    ElfW(Dyn) *dyn = find_dynamic(m, (size_t)st.st_size, &cap);
+    if (dyn) {
+        rename_soname(m, (size_t)st.st_size, dyn, cap);
+        symbolic = make_symbolic(dyn, cap);
     }
     munmap(m, (size_t)st.st_size);
+    return symbolic;
 }
 
 static int copy_to_memfd(const char *src)
@@ -158,7 +202,7 @@ static int copy_to_memfd(const char *src)
         close(out);
         return fail("%s is not an ELF shared library%s", src, "");
     }
-    rename_soname(out);
+    copy_symbolic = patch_copy(out);
     return out;
 }
 
@@ -192,7 +236,7 @@ static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name)
     if (!env)
         return NULL;
     environ = env;
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (copy_symbolic ? 0 : RTLD_DEEPBIND));
     environ = saved;
     free(env);
     if (!h) {
