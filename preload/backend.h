@@ -1,5 +1,5 @@
 /* backend.h: tlsmeter's own libcrypto instance for rerouting (and calibrating) record
- * decryption: a memfd copy of a libcrypto, loaded RTLD_LOCAL|RTLD_DEEPBIND so it shares
+ * decryption: a memfd copy of a libcrypto (own soname, DF_SYMBOLIC), loaded RTLD_LOCAL so it shares
  * the one libc but none of the program's OpenSSL state, with the capability mask of our
  * choosing (hw: none, soft: table AES + 4-bit GHASH). */
 #ifndef TLSM_BACKEND_H
