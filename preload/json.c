@@ -13,13 +13,18 @@ void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
     tlsm_json_put(j, "\"", 1);
 }
 
-/* Two digits per step from a table: integers are most of a rec line. */
-char *tlsm_json_digits(char *q, uint64_t u)
+/* Digits written in place, two per step from a table, after counting them: integers are
+ * most of a rec line, so no temporary buffer and no copy. */
+size_t tlsm_json_digits(char *dst, uint64_t u)
 {
     static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
                                 "31323334353637383940414243444546474849505152535455565758596061"
                                 "62636465666768697071727374757677787980818283848586878889909192"
                                 "93949596979899";
+    size_t n = 1;
+    for (uint64_t p = 10; n < 20 && u >= p; p *= 10)
+        n++;
+    char *q = dst + n;
     while (u >= 100) {
         unsigned d = (unsigned)(u % 100) * 2;
         u /= 100;
@@ -32,7 +37,7 @@ char *tlsm_json_digits(char *q, uint64_t u)
     } else {
         *--q = (char)('0' + u);
     }
-    return q;
+    return n;
 }
 
 /* Escapes what JSON requires; bytes >= 0x80 become '?' so every line stays valid UTF-8

@@ -28,25 +28,21 @@ static inline void tlsm_json_put(struct tlsm_json *j, const char *s, size_t n)
 #define TLSM_KEY(key) ",\"" key "\":", sizeof(",\"" key "\":") - 1
 
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev);
-/* Digits of u, written backwards ending at q; returns the first digit. */
-char *tlsm_json_digits(char *q, uint64_t u);
+/* Writes the decimal digits of u at dst; returns how many (1..20). */
+size_t tlsm_json_digits(char *dst, uint64_t u);
 
 /* Inline, so the key's memcpy has a constant size and compiles to a few moves. */
 static inline void tlsm_json_int_k(struct tlsm_json *j, const char *k, size_t kn, int64_t v)
 {
-    char tmp[24], *q;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    if (j->full || (size_t)(j->end - j->p) < kn + sizeof(tmp)) {
+    if (j->full || (size_t)(j->end - j->p) < kn + 21) {
         j->full = true;
         return;
     }
     memcpy(j->p, k, kn);
     j->p += kn;
-    q = tlsm_json_digits(tmp + sizeof(tmp), u);
     if (v < 0)
-        *--q = '-';
-    while (q < tmp + sizeof(tmp))
-        *j->p++ = *q++;
+        *j->p++ = '-';
+    j->p += tlsm_json_digits(j->p, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
 
 /* A string known to need no escaping (our own constant names): no per-byte checks. */
