@@ -38,6 +38,7 @@ enum cap {
 
 struct stats {
     uint64_t reads, reads_ok, reads_fail, want_read, zero_ret, got, want, read_ns;
+    uint64_t peeks; /* SSL_peek* calls: their bytes are read again later, never counted */
     uint64_t recs, recs_app, recs_other, tag_fail, rec_len, rec_ct, rec_pt, crypto_ns;
     uint64_t gcm_ns, gcm_dec, gcm_ctr, gcm_both; /* bytes per GCM entry */
     uint64_t recs_in_reads;                      /* sum of read.recs */

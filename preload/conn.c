@@ -194,7 +194,9 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
     th->in_read = false;
     if (cs) {
         cs->reads++;
-        cs->got += got > 0 ? (uint64_t)got : 0;
+        /* A peek's bytes are returned again by a later read: count them once. */
+        if (strncmp(fn, "SSL_peek", 8))
+            cs->got += got > 0 ? (uint64_t)got : 0;
         cs->recs += th->read_recs;
         cs->crypto_ticks += th->read_crypto_ticks;
         tlsm_conn_implicit_handshake(sc, ssl, t0, t1);

@@ -17,7 +17,7 @@
 
 struct opts {
     const char *host, *cafile, *outfile;
-    int port, threads, conns, npaths, quiet;
+    int port, threads, conns, npaths, quiet, peek; /* -k: SSL_peek before each read */
     char **paths;
     SSL_CTX *ctx;
 };
@@ -53,6 +53,7 @@ static void *worker(void *arg)
         if (opt.outfile && !(out = fopen(opt.outfile, "wb")))
             snprintf(r.err, sizeof(r.err), "open %s", opt.outfile);
         r.out = out;
+        r.peek = opt.peek;
         if (!r.err[0])
             tlsget(opt.ctx, opt.host, opt.port, path, &r);
         if (out)
@@ -66,7 +67,7 @@ static int parse(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "p:c:h:t:n:o:q")) != -1) {
+    while ((c = getopt(argc, argv, "p:c:h:t:n:o:qk")) != -1) {
         switch (c) {
         case 'p':
             opt.port = atoi(optarg);
@@ -89,6 +90,9 @@ static int parse(int argc, char **argv)
         case 'q':
             opt.quiet = 1;
             break;
+        case 'k':
+            opt.peek = 1;
+            break;
         default:
             return -1;
         }
@@ -108,7 +112,7 @@ int main(int argc, char **argv)
 
     if (parse(argc, argv)) {
         fprintf(stderr, "usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] "
-                        "[-n CONNS] [-o FILE] [-q] PATH...\n");
+                        "[-n CONNS] [-o FILE] [-q] [-k] PATH...\n");
         return 2;
     }
     opt.ctx = tlsget_ctx(opt.cafile);

@@ -23,6 +23,7 @@ struct tlsget {
     FILE *out;       /* optional: body written here */
     size_t want;     /* bytes asked per read */
     int use_ex;      /* SSL_read_ex instead of SSL_read */
+    int peek;        /* SSL_peek (or _ex) the same bytes before each read */
 };
 
 /* SSLKEYLOGFILE, as curl and Python honour it: the secrets test looks for them in traces.
@@ -117,6 +118,12 @@ static int tlsget_read(SSL *ssl, struct tlsget *r, unsigned char *buf, size_t wa
 {
     int ret;
 
+    /* Peek first: the read that follows returns the same bytes (a peek's failure is the
+     * read's failure too, so its result is not used). */
+    if (r->peek && r->use_ex)
+        SSL_peek_ex(ssl, buf, want, n);
+    else if (r->peek)
+        SSL_peek(ssl, buf, (int)want);
     if (r->use_ex) {
         ret = SSL_read_ex(ssl, buf, want, n);
         return ret == 1 ? 1 : 0;

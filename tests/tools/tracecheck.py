@@ -19,6 +19,11 @@ import re
 import stat
 import sys
 
+
+def is_peek(r):
+    """SSL_peek/SSL_peek_ex: bytes a later read returns again."""
+    return str(r.get("fn", "")).startswith("SSL_peek")
+
 IANA = {
     "ECDHE-RSA-AES128-GCM-SHA256": "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
     "ECDHE-RSA-AES256-GCM-SHA384": "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
@@ -160,7 +165,9 @@ def norm_cipher(c):
 
 
 def check_client(t, a):
-    got = sum(r["got"] for r in t.reads.values() if isinstance(r.get("got"), int) and r["got"] > 0)
+    # A peek's bytes come back in a later read: only reads count (the preload does the same).
+    got = sum(r["got"] for r in t.reads.values()
+              if isinstance(r.get("got"), int) and r["got"] > 0 and not is_peek(r))
     app = [r for r in t.by["rec"] if r.get("type") == 23]
     pt = sum(r.get("pt", 0) for r in app)
     t.summary = {"lines": len(t.events), "reads": len(t.reads), "got": got,
@@ -229,7 +236,7 @@ def check_closes(t, a, opened):
     reads = collections.defaultdict(lambda: [0, 0])
     for r in t.reads.values():
         reads[r.get("conn")][0] += 1
-        if isinstance(r.get("got"), int) and r["got"] > 0:
+        if isinstance(r.get("got"), int) and r["got"] > 0 and not is_peek(r):
             reads[r.get("conn")][1] += r["got"]
     recs = collections.Counter(r.get("conn") for r in t.by["rec"])
     seen = set()
@@ -261,7 +268,7 @@ def conn_sequences(t):
         c = per_conn.setdefault(r.get("conn"), {"tids": set(), "t0": r.get("t", 0), "got": 0})
         c["tids"].add(r.get("tid"))
         c["t0"] = min(c["t0"], r.get("t", 0))
-        if isinstance(r.get("got"), int) and r["got"] > 0:
+        if isinstance(r.get("got"), int) and r["got"] > 0 and not is_peek(r):
             c["got"] += r["got"]
     for cid, c in per_conn.items():
         if len(c["tids"]) != 1:
