@@ -79,6 +79,22 @@ static int parse_bool(const char *v, bool *out)
     return -1;
 }
 
+/* A copy: programs that set their process title (nginx, postgres) overwrite the memory
+ * getenv() pointed into, and the trace path is used long after start-up. Values longer
+ * than the pool are cut (and still valid C strings). */
+static const char *keep_string(const char *v)
+{
+    static char pool[3 * 4096];
+    static size_t used;
+    size_t n = strnlen(v, 4095);
+    if (used + n + 1 > sizeof(pool))
+        return "";
+    char *p = memcpy(pool + used, v, n);
+    p[n] = 0;
+    used += n + 1;
+    return p;
+}
+
 static int parse_uint(const char *v, unsigned *out)
 {
     char *end;
@@ -125,7 +141,7 @@ static int parse_one(const struct opt *o, const char *v)
     default:
         if (!*v)
             return -1;
-        *(const char **)o->dst = v;
+        *(const char **)o->dst = keep_string(v);
         return 0;
     }
 }

@@ -1,8 +1,6 @@
 /* json.c: a tiny JSON writer for the hot path: no allocation, no locale, no printf. */
 #include "json.h"
 
-#include <stdio.h>
-
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
 {
     j->p = buf;
@@ -72,12 +70,19 @@ void tlsm_json_str_k(struct tlsm_json *j, const char *k, size_t kn, const char *
     tlsm_json_put(j, "\"", 1);
 }
 
+/* Fixed point by hand: snprintf's %f follows the program's locale (de_DE writes "0,2240",
+ * which is not JSON). */
 void tlsm_json_num_k(struct tlsm_json *j, const char *k, size_t kn, double v)
 {
-    char tmp[40];
-    int n = snprintf(tmp, sizeof(tmp), "%.4f", v >= 0 && v < 1e15 ? v : 0.0);
+    char tmp[48];
+    uint64_t units = v >= 0 && v < 1e15 ? (uint64_t)(v * 10000.0 + 0.5) : 0;
+    size_t n = tlsm_json_digits(tmp, units / 10000);
+    uint64_t frac = units % 10000;
+    tmp[n++] = '.';
+    for (int d = 1000; d; d /= 10)
+        tmp[n++] = (char)('0' + (frac / (uint64_t)d) % 10);
     tlsm_json_put(j, k, kn);
-    tlsm_json_put(j, tmp, (size_t)n);
+    tlsm_json_put(j, tmp, n);
 }
 
 size_t tlsm_json_end(struct tlsm_json *j, char *buf)

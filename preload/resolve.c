@@ -31,7 +31,14 @@ bool tlsm_is_self(const void *addr)
 
 int tlsm_real_dlclose(void *handle)
 {
-    return libc_dlclose ? libc_dlclose(handle) : -1;
+    /* Resolved on first use too: the program's own library constructors run before ours
+     * and may already dlclose. */
+    __typeof__(&dlclose) f = __atomic_load_n(&libc_dlclose, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (__typeof__(&dlclose))dlsym(RTLD_NEXT, "dlclose");
+        __atomic_store_n(&libc_dlclose, f, __ATOMIC_RELEASE);
+    }
+    return f ? f(handle) : -1;
 }
 
 void tlsm_resolve_init(void)

@@ -52,6 +52,20 @@ static void strings(void)
            "\"t\":true,\"f\":false,\"r\":[1,2]}\n");
 }
 
+/* Fixed point without the locale: a program under de_DE must still get "0.2240". */
+static void numbers(void)
+{
+    char b[256];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_num(&j, "a", 0.224);
+    tlsm_json_num(&j, "b", 12.5);
+    tlsm_json_num(&j, "c", 0.00004);
+    tlsm_json_num(&j, "d", -3.0);
+    expect("numbers", b, tlsm_json_end(&j, b),
+           "{\"ev\":\"x\",\"a\":0.2240,\"b\":12.5000,\"c\":0.0000,\"d\":0.0000}\n");
+}
+
 /* A line that does not fit is dropped whole (0), never written half. */
 static void overflow(void)
 {
@@ -69,9 +83,10 @@ int main(void)
 {
     ints();
     strings();
+    numbers();
     overflow();
     if (!failed)
         printf("PASS json writer: integers (every digit count, signs, extremes), escaping, "
-               "helpers, overflow\n");
+               "fixed-point numbers, helpers, overflow\n");
     return failed != 0;
 }
