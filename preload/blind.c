@@ -334,9 +334,9 @@ static int collect_pairs(void)
         struct tlsm_hook *h = &tlsm_hooks[id];
         int n = atomic_load(&h->nslots);
         for (int s = 0; s < n; s++) {
-            uintptr_t start = atomic_load(&h->slot[s].start);
-            struct tlsm_obj *c = start ? tlsm_obj_of((const void *)start) : NULL;
-            struct tlsm_obj *t = h->slot[s].target;
+            const struct tlsm_fwd_entry *e = atomic_load(&h->slot[s]);
+            struct tlsm_obj *c = e ? tlsm_obj_of((const void *)e->start) : NULL;
+            struct tlsm_obj *t = e ? e->target : NULL;
             if (!c || !t || !t->lib_id) /* only forwards into OpenSSL instances */
                 continue;
             int k = 0;

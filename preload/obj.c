@@ -75,12 +75,26 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
     return o;
 }
 
+/* Still the same loaded object? Its range must map to a live link_map with its name
+ * (a new object may get both the address and the freed link_map's memory). */
+static bool gone(const struct tlsm_obj *o)
+{
+    struct dl_find_object f;
+    if (_dl_find_object((void *)o->start, &f) != 0 || f.dlfo_link_map != o->lm ||
+        (uintptr_t)f.dlfo_map_start != o->start || (uintptr_t)f.dlfo_map_end != o->end)
+        return true;
+    const char *n = f.dlfo_link_map->l_name;
+    return n && n[0] && strcmp(n, o->path) != 0;
+}
+
+/* After dlclose: only the objects that really went away become stale. */
 void tlsm_obj_mark_stale(void)
 {
     pthread_mutex_lock(&obj_lock);
     int n = atomic_load_explicit(&nobjs, memory_order_relaxed);
     for (int i = 0; i < n; i++)
-        objs[i].stale = true;
+        if (!objs[i].stale && gone(&objs[i]))
+            objs[i].stale = true;
     pthread_mutex_unlock(&obj_lock);
 }
 

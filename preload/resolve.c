@@ -157,17 +157,25 @@ static void *lookup_anywhere(const char *name)
     return s.found;
 }
 
+/* Entries come from a fixed pool and are never freed: each dlclose that forgets a few
+ * costs a few more; when the pool is gone, calls still resolve, uncached. */
+#define ENTRY_POOL 4096
+static struct tlsm_fwd_entry entry_pool[ENTRY_POOL];
+static int entries_used;
+
 static void cache(enum tlsm_fn id, const struct tlsm_obj *caller, struct tlsm_fwd fwd)
 {
     struct tlsm_hook *h = &tlsm_hooks[id];
     pthread_mutex_lock(&slot_lock);
-    int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
-    if (n < TLSM_FWD_SLOTS) {
-        h->slot[n].fn = fwd.fn;
-        h->slot[n].target = fwd.target;
-        atomic_store_explicit(&h->slot[n].start, caller->start, memory_order_relaxed);
-        atomic_store_explicit(&h->slot[n].end, caller->end, memory_order_relaxed);
-        atomic_store_explicit(&h->nslots, n + 1, memory_order_release);
+    int n = atomic_load_explicit(&h->nslots, memory_order_relaxed), i = 0;
+    while (i < n && atomic_load_explicit(&h->slot[i], memory_order_relaxed))
+        i++;
+    if (i < TLSM_FWD_SLOTS && entries_used < ENTRY_POOL) {
+        struct tlsm_fwd_entry *e = &entry_pool[entries_used++];
+        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd.fn, fwd.target};
+        atomic_store_explicit(&h->slot[i], e, memory_order_release);
+        if (i == n)
+            atomic_store_explicit(&h->nslots, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&slot_lock);
 }
@@ -203,19 +211,31 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
     return fwd;
 }
 
+/* Is [start, end) still one loaded object's range? */
+static bool range_alive(uintptr_t start, uintptr_t end)
+{
+    struct dl_find_object f;
+    return _dl_find_object((void *)start, &f) == 0 && (uintptr_t)f.dlfo_map_start == start &&
+           (uintptr_t)f.dlfo_map_end == end;
+}
+
+/* After a dlclose: forget only the answers whose caller or target object went away (one
+ * atomic store each), so a program that loads and unloads plugins in a loop keeps its
+ * cache and its object registry small. */
 void tlsm_resolve_invalidate(void)
 {
+    tlsm_obj_mark_stale();
     pthread_mutex_lock(&slot_lock);
     for (int i = 0; i < TLSM_FN_COUNT; i++) {
         struct tlsm_hook *h = &tlsm_hooks[i];
         int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
-        for (int s = 0; s < n; s++) {
-            atomic_store_explicit(&h->slot[s].start, 0, memory_order_relaxed);
-            atomic_store_explicit(&h->slot[s].end, 0, memory_order_relaxed);
+        for (int k = 0; k < n; k++) {
+            struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[k], memory_order_relaxed);
+            if (e && ((e->target && e->target->stale) || !range_alive(e->start, e->end)))
+                atomic_store_explicit(&h->slot[k], NULL, memory_order_release);
         }
     }
     pthread_mutex_unlock(&slot_lock);
-    tlsm_obj_mark_stale();
 }
 
 /* fork(): held across it so the child never inherits this lock taken by a thread that

@@ -16,9 +16,10 @@ enum tlsm_fn {
 
 struct tlsm_obj;
 
-/* Where one caller object's calls to one function go. */
-struct tlsm_fwd_slot {
-    _Atomic uintptr_t start, end; /* caller object's address range; 0,0 = invalidated */
+/* Where one caller object's calls to one function go. Entries are immutable once
+ * published and never reused: a reader may hold one while it is being unpublished. */
+struct tlsm_fwd_entry {
+    uintptr_t start, end; /* caller object's address range */
     void *fn;
     struct tlsm_obj *target; /* object that defines fn */
 };
@@ -29,8 +30,8 @@ struct tlsm_hook {
     const char *name;
     char family;
     bool required;
-    _Atomic int nslots;
-    struct tlsm_fwd_slot slot[TLSM_FWD_SLOTS];
+    _Atomic int nslots;                                  /* slots ever used: a bound for the scan */
+    struct tlsm_fwd_entry *_Atomic slot[TLSM_FWD_SLOTS]; /* NULL: free or forgotten */
 };
 
 extern struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT];
@@ -58,10 +59,9 @@ static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *calle
     struct tlsm_hook *h = &tlsm_hooks[id];
     int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        uintptr_t s = atomic_load_explicit(&h->slot[i].start, memory_order_relaxed);
-        uintptr_t e = atomic_load_explicit(&h->slot[i].end, memory_order_relaxed);
-        if ((uintptr_t)caller - s < e - s)
-            return (struct tlsm_fwd){h->slot[i].fn, h->slot[i].target};
+        const struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+        if (e && (uintptr_t)caller - e->start < e->end - e->start)
+            return (struct tlsm_fwd){e->fn, e->target};
     }
     return tlsm_resolve_slow(id, caller);
 }
