@@ -7,6 +7,7 @@
 #include "obj.h"
 #include "json.h"
 #include "log.h"
+#include "resolve.h"
 #include "thread.h"
 #include "trace.h"
 
@@ -206,45 +207,110 @@ static int copy_to_memfd(const char *src)
     return out;
 }
 
+static bool is_cap_entry(const char *e)
+{
+    return !strncmp(e, "OPENSSL_ia32cap=", 16) || !strncmp(e, "OPENSSL_armcap=", 15);
+}
+
 /* The environment the backend's start-up code sees: the program's, without capability
  * masks (hw) or with ours (soft). Swapped in for the dlopen only; the program's environ
- * array itself is never modified. */
-static char **backend_environ(enum tlsm_crypto_mode mode)
+ * array itself is never modified. *len: entries before the NULL. */
+static char **backend_environ(char **prog, enum tlsm_crypto_mode mode, size_t *len)
 {
     size_t n = 0;
-    while (environ && environ[n])
+    while (prog && prog[n])
         n++;
     char **env = calloc(n + 2, sizeof(char *));
     if (!env)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "OPENSSL_ia32cap=", 16) &&
-            strncmp(environ[i], "OPENSSL_armcap=", 15))
-            env[k++] = environ[i];
+        if (!is_cap_entry(prog[i]))
+            env[k++] = prog[i];
     if (mode == TLSM_MODE_SOFT)
         env[k++] = (char *)SOFT_MASK;
     env[k] = NULL;
+    *len = k;
     return env;
 }
 
+/* Put the program's environment back after the load. Untouched (same array, same entries):
+ * the program's array returns. Touched by another thread (its setenv/putenv replaced the
+ * array, or changed or removed an entry in place): restoring the old array would lose that
+ * update, so the current one stays, and only the capability masks are put back as the
+ * program had them, with unsetenv/putenv, which take glibc's environment lock. A setenv in
+ * flight exactly while this runs can still be lost (glibc's lock is not ours to take):
+ * tlsm_backend_early loads at constructor time so that no other thread is there. */
+static void restore_environ(char **prog, char **env, char **snap, size_t len)
+{
+    char **expect = env;
+    if (!memcmp(env, snap, (len + 1) * sizeof(*env)) &&
+        __atomic_compare_exchange_n(&environ, &expect, prog, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+        return;
+    unsetenv("OPENSSL_ia32cap");
+    unsetenv("OPENSSL_armcap");
+    for (size_t i = 0; prog && prog[i]; i++)
+        if (is_cap_entry(prog[i]))
+            putenv(prog[i]);
+}
+
+static void fd_path(char *path, size_t cap, int fd)
+{
+    snprintf(path, cap, "/proc/self/fd/%d", fd);
+}
+
+/* The temporary environment is never freed (a few KB once per backend): a thread may be
+ * reading it in getenv, or glibc may have made it the program's (restore_environ). */
 static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name)
 {
     char path[64];
-    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-    char **env = backend_environ(mode), **saved = environ;
-    if (!env)
+    size_t len = 0;
+    fd_path(path, sizeof(path), fd);
+    char **prog = environ, **env = backend_environ(prog, mode, &len);
+    char **snap = env ? malloc((len + 1) * sizeof(*env)) : NULL;
+    if (!snap) {
+        free(env); /* never installed */
+        fail("out of memory loading a copy of %s%s", src_name, "");
         return NULL;
+    }
+    memcpy(snap, env, (len + 1) * sizeof(*env));
     environ = env;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (copy_symbolic ? 0 : RTLD_DEEPBIND));
-    environ = saved;
-    free(env);
+    restore_environ(prog, env, snap, len);
+    free(snap);
     if (!h) {
         /* dlerror names /proc/self/fd/N; say which file the user gave us instead. */
         const char *e = dlerror(), *colon = e ? strstr(e, ": ") : NULL;
         fail("cannot load a copy of %s: %s", src_name, colon ? colon + 2 : "dlopen failed");
     }
     return h;
+}
+
+/* The copy must not read the program's OPENSSL_CONF: providers and engines named there are
+ * linked against the program's libcrypto, not this instance. Initialising without the
+ * config first makes the later implicit initialisation skip it. */
+static void skip_config(void *h)
+{
+    __typeof__(&OPENSSL_init_crypto) init = (__typeof__(init))dlsym(h, "OPENSSL_init_crypto");
+    if (init)
+        init(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
+
+/* A copy that failed a check: unload it and close its memfd. If it stays loaded anyway
+ * (libcrypto pins itself with RTLD_NODELETE once initialised), the memfd stays open too:
+ * the loader knows objects by path, and a next load at the same /proc/self/fd/N would get
+ * this object back. */
+static void discard_copy(void *h, int fd)
+{
+    char path[64];
+    tlsm_real_dlclose(h);
+    fd_path(path, sizeof(path), fd);
+    void *still = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (still)
+        tlsm_real_dlclose(still);
+    else
+        close(fd);
 }
 
 static int bind_api(struct tlsm_backend *b, void *h)
@@ -261,6 +327,7 @@ static int bind_api(struct tlsm_backend *b, void *h)
     SYM(EVP_CipherFinal_ex);
     SYM(EVP_Cipher);
     SYM(ERR_get_error_all);
+    SYM(ERR_clear_error);
     SYM(OpenSSL_version);
 #undef SYM
     return 0;
@@ -271,7 +338,6 @@ static void write_lib_event(struct tlsm_backend *b)
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
     const char *cpuinfo = b->OpenSSL_version(OPENSSL_CPU_INFO);
-    tlsm_caps_json(cpuinfo, b->caps, sizeof(b->caps));
     tlsm_json_begin(&j, line, sizeof(line), "lib");
     tlsm_json_int(&j, "id", b->lib_id);
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
@@ -287,8 +353,45 @@ static void write_lib_event(struct tlsm_backend *b)
     tlsm_json_str(&j, "mode", tlsm_mode_name(b->mode));
     tlsm_json_str(&j, "propq", b->propq ? b->propq : "");
     size_t n = tlsm_json_end(&j, line);
-    if (n && tlsm_trace_ready())
+    if (n)
         tlsm_trace_line(line, n);
+}
+
+/* A backend's lib line goes to each trace file (generation gen) once, from whichever of a
+ * lazy load and the replay at open claims it first. Trace open; no lock: the replay runs
+ * under the trace's open lock, which a load may take after ours. */
+static void lib_line_once(struct tlsm_backend *b, unsigned gen)
+{
+    unsigned seen = __atomic_load_n(&b->lib_gen, __ATOMIC_ACQUIRE);
+    do
+        if (seen == gen)
+            return;
+    while (!__atomic_compare_exchange_n(&b->lib_gen, &seen, gen, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE));
+    tlsm_th.guard++;
+    write_lib_event(b);
+    tlsm_th.guard--;
+}
+
+void tlsm_backend_replay_libs(unsigned gen)
+{
+    for (int m = TLSM_MODE_HW; m <= TLSM_MODE_SOFT; m++)
+        if (__atomic_load_n(&load_state[m], __ATOMIC_ACQUIRE) > 0)
+            lib_line_once(&backends[m], gen);
+}
+
+/* An OpenSSL 3 libcrypto whose cipher the program most likely uses matches the query. */
+static int check_copy(struct tlsm_backend *b, void *h, const char *src)
+{
+    if (bind_api(b, h))
+        return -1;
+    __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");
+    if (!major || major() < 3)
+        return fail("%s is older than OpenSSL 3%s", src, "");
+    if (!tlsm_backend_cipher(b, 0) && !tlsm_backend_cipher(b, 2))
+        return fail("no AES-GCM or ChaCha20-Poly1305 in %s matches the property query \"%s\"", src,
+                    b->propq ? b->propq : "");
+    return 0;
 }
 
 static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *app_crypto)
@@ -310,17 +413,18 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
         fd = high;
     }
     void *h = open_copy(fd, mode, src);
-    if (!h || bind_api(b, h))
+    if (!h) {
+        close(fd);
         return -1;
-    __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");
-    if (!major || major() < 3)
-        return fail("%s is older than OpenSSL 3%s", src, "");
-    /* The cipher the program uses most must be fetchable with the property query. */
-    if (!tlsm_backend_cipher(b, 0) && !tlsm_backend_cipher(b, 2))
-        return fail("no AES-GCM or ChaCha20-Poly1305 in %s matches the property query \"%s\"", src,
-                    b->propq ? b->propq : "");
+    }
+    skip_config(h);
+    if (check_copy(b, h, src)) {
+        discard_copy(h, fd);
+        memset(b->ciphers, 0, sizeof(b->ciphers));
+        return -1;
+    }
+    tlsm_caps_json(b->OpenSSL_version(OPENSSL_CPU_INFO), b->caps, sizeof(b->caps));
     b->lib_id = tlsm_next_lib_id();
-    write_lib_event(b);
     return 0;
 }
 
@@ -340,10 +444,9 @@ EVP_CIPHER *tlsm_backend_cipher(struct tlsm_backend *b, int idx)
     return c;
 }
 
-struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *app_crypto)
+/* Once per mode; the lock orders it before the trace's open lock (main.c). */
+static struct tlsm_backend *get(enum tlsm_crypto_mode mode, const char *app_crypto)
 {
-    if (mode == TLSM_MODE_NATIVE)
-        return NULL;
     int st = __atomic_load_n(&load_state[mode], __ATOMIC_ACQUIRE);
     if (st)
         return st > 0 ? &backends[mode] : NULL;
@@ -359,6 +462,48 @@ struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *ap
     }
     pthread_mutex_unlock(&load_lock);
     return load_state[mode] > 0 ? &backends[mode] : NULL;
+}
+
+struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *app_crypto)
+{
+    if (mode == TLSM_MODE_NATIVE)
+        return NULL;
+    struct tlsm_backend *b = get(mode, app_crypto);
+    /* Loaded early (no trace then) or just now: its lib line, once in this trace file.
+     * Opening the trace here replays it already, then this finds it written. */
+    if (b && tlsm_trace_ready())
+        lib_line_once(b, tlsm_trace_generation());
+    return b;
+}
+
+/* Constructor time: the program's libcrypto is not known yet; a libcrypto.so.3 it already
+ * loaded (its DT_NEEDED, or libssl's) is the best guess of it. */
+static const char *loaded_libcrypto(char *buf, size_t cap)
+{
+    struct link_map *lm = NULL;
+    void *h = dlopen("libcrypto.so.3", RTLD_LAZY | RTLD_NOLOAD);
+    buf[0] = 0;
+    if (h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
+        snprintf(buf, cap, "%s", lm->l_name);
+    if (h)
+        tlsm_real_dlclose(h);
+    return buf[0] ? buf : NULL;
+}
+
+void tlsm_backend_early(void)
+{
+    static char app_crypto[512];
+    bool hw = tlsm_cfg.crypto == TLSM_MODE_HW || tlsm_cfg.calibrate;
+    bool soft = tlsm_cfg.crypto == TLSM_MODE_SOFT || tlsm_cfg.calibrate;
+    if (!hw && !soft)
+        return;
+    tlsm_th.guard++;
+    const char *src = loaded_libcrypto(app_crypto, sizeof(app_crypto));
+    if (hw)
+        get(TLSM_MODE_HW, src);
+    if (soft)
+        get(TLSM_MODE_SOFT, src);
+    tlsm_th.guard--;
 }
 
 /* fork(): held across it so the child never inherits this lock taken by a thread that

@@ -26,8 +26,10 @@ struct tlsm_backend {
     __typeof__(&EVP_CipherFinal_ex) EVP_CipherFinal_ex;
     __typeof__(&EVP_Cipher) EVP_Cipher;
     __typeof__(&ERR_get_error_all) ERR_get_error_all;
+    __typeof__(&ERR_clear_error) ERR_clear_error;
     __typeof__(&OpenSSL_version) OpenSSL_version;
     EVP_CIPHER *ciphers[8]; /* fetched once, by our cipher index */
+    unsigned lib_gen;       /* trace file generation its lib line was written to */
 };
 
 /* Names of the ciphers a backend can take over, indexed as in tlsm_backend.ciphers. */
@@ -35,6 +37,16 @@ int tlsm_backend_cipher_index(const char *name);
 /* Load (once per mode) and return the backend, or NULL with one warning naming why.
  * app_crypto is the program's libcrypto path, the default source of the copy. */
 struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *app_crypto);
+/* Constructor time, while the process normally has one thread: load the backends the
+ * configuration asks for (TLSMETER_CRYPTO=hw|soft; both with TLSMETER_CALIBRATE=1), so the
+ * environ swap of the load (backend.c open_copy) races with no other thread's setenv. The
+ * source is TLSMETER_BACKEND_LIB, else an already-loaded libcrypto.so.3, else the system's.
+ * Writes no trace line: tlsm_backend_replay_libs does when the trace opens. */
+void tlsm_backend_early(void);
+/* Trace file generation gen just opened (header written): write the lib line of every
+ * loaded backend. At most once per backend and file (a fork child's new file gets its own),
+ * whichever of this and a lazy load comes first. Takes no lock (runs under the open lock). */
+void tlsm_backend_replay_libs(unsigned gen);
 /* The reason the last load failed ("" when none). */
 const char *tlsm_backend_error(void);
 void tlsm_backend_atfork(bool take);

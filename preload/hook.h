@@ -16,7 +16,7 @@ extern _Atomic bool tlsm_active;
 
 static inline bool tlsm_tracing(struct tlsm_thread *th)
 {
-    if (!atomic_load_explicit(&tlsm_active, memory_order_relaxed) || th->guard)
+    if (!atomic_load_explicit(&tlsm_active, memory_order_relaxed) || th->guard || th->exiting)
         return false;
     if (__builtin_expect(!th->started, 0))
         tlsm_thread_start(th);

@@ -1,10 +1,12 @@
-/* hook_exec.c: exec*() replaces the process image without running destructors: write
- * the trace out first (buffered lines and an end line naming the exec). libc's own exec
- * variants call execve internally, not through the PLT, so each entry point is hooked. */
+/* hook_exec.c: exec*() replaces the process image and _exit() ends it, both without
+ * running destructors: write the trace out first (buffered lines and an end line). libc's
+ * own variants call execve/_exit internally, not through the PLT, so each entry point is
+ * hooked. */
 #include "hook.h"
 #include "trace.h"
 
 #include <dlfcn.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static void *libc_fn(enum tlsm_fn id)
@@ -23,7 +25,7 @@ static void before_exec(enum tlsm_fn id, const char *what)
     tlsm_th.calls[id]++;
     if (atomic_load_explicit(&tlsm_active, memory_order_relaxed)) {
         int saved = errno;
-        tlsm_trace_exec(what);
+        tlsm_trace_final(what);
         errno = saved;
     }
 }
@@ -45,3 +47,24 @@ EXEC_HOOK(execvp, (const char *file, char *const argv[]), (file, argv), file)
 EXEC_HOOK(execvpe, (const char *file, char *const argv[], char *const envp[]), (file, argv, envp),
           file)
 EXEC_HOOK(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp), "(fexecve)")
+
+/* _exit: what Python's os._exit and multiprocessing workers use after fork. */
+TLSM_EXPORT void _exit(int status)
+{
+    __typeof__(&_exit) real = (__typeof__(&_exit))libc_fn(TLSM_FN__exit);
+    before_exec(TLSM_FN__exit, NULL);
+    if (real)
+        real(status);
+    syscall(SYS_exit_group, status); /* no libc _exit to be found: end it ourselves */
+    __builtin_unreachable();
+}
+
+TLSM_EXPORT void _Exit(int status)
+{
+    __typeof__(&_Exit) real = (__typeof__(&_Exit))libc_fn(TLSM_FN__Exit);
+    before_exec(TLSM_FN__Exit, NULL);
+    if (real)
+        real(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}

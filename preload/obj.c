@@ -194,6 +194,10 @@ bool tlsm_obj_crypto_only(const struct link_map *lm)
 
 static void write_lib_event(struct tlsm_obj *o)
 {
+    unsigned gen = tlsm_trace_generation();
+    if (o->lib_gen == gen) /* once per trace file */
+        return;
+    o->lib_gen = gen;
     char line[TLSM_LINE_MAX], caps[256], base[24], bid[80];
     struct tlsm_json j;
     const char *cpuinfo = version_str(o, OPENSSL_CPU_INFO);
@@ -290,4 +294,17 @@ void tlsm_obj_atfork(bool take)
         pthread_mutex_lock(&obj_lock);
     else
         pthread_mutex_unlock(&obj_lock);
+}
+
+/* A new trace file (first open, or a forked child's): every instance already known gets
+ * its lib line there too, so rec.lib always points at a lib line of the same file. */
+void tlsm_obj_replay_libs(unsigned gen)
+{
+    int n = atomic_load_explicit(&nobjs, memory_order_acquire);
+    (void)gen;
+    tlsm_th.guard++;
+    for (int i = 0; i < n; i++)
+        if (objs[i].lib_id && !objs[i].stale)
+            write_lib_event(&objs[i]);
+    tlsm_th.guard--;
 }

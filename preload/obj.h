@@ -49,7 +49,8 @@ struct tlsm_obj {
     char version[64]; /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
     _Atomic uint64_t hooks_into;
     struct tlsm_api api;
-    bool stale; /* dlclose() happened since: do not reuse for new callers */
+    bool stale;       /* dlclose() happened since: do not reuse for new callers */
+    unsigned lib_gen; /* trace file generation its lib line was written to */
 };
 
 /* The object containing addr, registered on first sight. Caller holds the resolve lock. */
@@ -65,5 +66,7 @@ const char *tlsm_obj_old_abi(const struct link_map *lm);
 /* A libcrypto-only instance our hooks forward into: it holds no TLS record layer. */
 bool tlsm_obj_crypto_only(const struct link_map *lm);
 void tlsm_obj_atfork(bool take);
+/* Write the lib line of every known instance into the trace file just opened. */
+void tlsm_obj_replay_libs(unsigned gen);
 
 #endif

@@ -85,7 +85,8 @@ static void begin_record(struct tlsm_rec_state *st, uint64_t t0)
 
 /* A context libssl keys for decryption with an AEAD cipher becomes a record source. */
 static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                  const unsigned char *iv, const void *caller, struct tlsm_obj *target)
+                  const unsigned char *iv, bool has_params, const void *caller,
+                  struct tlsm_obj *target)
 {
     struct tlsm_obj *co = tlsm_obj_of(caller);
     if (co)
@@ -109,6 +110,8 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
     if (tlsm_cfg.calibrate)
         tlsm_calib_once(target->path);
     tlsm_reroute_attach(st, key, iv);
+    if (has_params) /* set by the params, which the shadow did not get */
+        tlsm_reroute_mirror_init(st, NULL, NULL, 0, true);
 }
 
 void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
@@ -133,17 +136,18 @@ void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const un
                          const unsigned char *iv, int enc, const void *caller,
                          struct tlsm_obj *target, int ret)
 {
+    bool has_params = false; /* INTERIM */
     if (ret <= 0)
         return;
     if (cipher) {
         if (enc == 0)
-            track(ctx, cipher, key, iv, caller, target);
+            track(ctx, cipher, key, iv, has_params, caller, target);
         return;
     }
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    tlsm_reroute_mirror_init(st, key, iv, enc);
+    tlsm_reroute_mirror_init(st, key, iv, enc, has_params);
     if (st->in_rec && !key && iv)
         tlsm_reroute_begin(st);
 }

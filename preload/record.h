@@ -33,6 +33,7 @@ struct tlsm_rec_state {
     bool shadow_ok;      /* every metadata call so far mirrored successfully */
     bool routed;         /* the record in flight goes to the backend */
     bool verify;         /* ... and is decrypted natively too, for comparison */
+    bool data_sent;      /* a data call of the routed record went to the backend */
     int8_t verdict;      /* verify result: 0 none, 1 same, -1 mismatch */
     unsigned char *vbuf; /* verify: native plaintext of the record in flight */
     int vbuf_len, vret, vcap;
@@ -45,7 +46,8 @@ struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
 void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                       const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
                       uint64_t t_entry);
-/* After the native Init: start tracking (cipher given) or mirror it to the shadow. */
+/* After the native Init: start tracking (cipher given) or mirror it to the shadow. params:
+ * the OSSL_PARAM array of EVP_CipherInit_ex2/EVP_DecryptInit_ex2, NULL for the others. */
 void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                          const unsigned char *iv, int enc, const void *caller,
                          struct tlsm_obj *target, int ret);

@@ -14,6 +14,29 @@
 static _Atomic uint64_t n_routed, n_fallback, n_verified, n_mismatch, n_shadow_fail;
 static __thread unsigned verify_tick;
 
+/* Stale errors of earlier failed mirrors, attaches or fetches must not be forwarded as the
+ * errors of a later record: the backend's queue (per thread) is emptied after each. */
+static void clear_backend_errors(struct tlsm_rec_state *st)
+{
+    if (st->backend)
+        st->backend->ERR_clear_error();
+}
+
+/* A metadata call could not be mirrored: no record is routed until the next re-key. A
+ * record already routed whose data has not gone to the backend yet runs natively instead
+ * (the native context saw every call so far); one whose data has, stays on its path. */
+static void shadow_lost(struct tlsm_rec_state *st)
+{
+    st->shadow_ok = false;
+    clear_backend_errors(st);
+    if (!st->routed || st->data_sent)
+        return;
+    st->routed = false;
+    st->verify = false;
+    atomic_fetch_sub_explicit(&n_routed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
+}
+
 void tlsm_reroute_detach(struct tlsm_rec_state *st)
 {
     tlsm_reroute_end(st);
@@ -44,18 +67,22 @@ void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
     st->backend = b;
     st->shadow = b->EVP_CIPHER_CTX_new();
     st->shadow_ok = st->shadow && b->EVP_CipherInit_ex(st->shadow, c, NULL, key, iv, 0) > 0;
-    tlsm_th.guard--;
-    if (!st->shadow_ok)
+    if (!st->shadow_ok) {
+        clear_backend_errors(st);
         atomic_fetch_add_explicit(&n_shadow_fail, 1, memory_order_relaxed);
+    }
+    tlsm_th.guard--;
 }
 
 void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *key,
-                              const unsigned char *iv, int enc)
+                              const unsigned char *iv, int enc, bool has_params)
 {
     if (!st->shadow_ok)
         return;
     tlsm_th.guard++;
-    st->shadow_ok = st->backend->EVP_CipherInit_ex(st->shadow, NULL, NULL, key, iv, enc) > 0;
+    /* Params (EVP_*Init_ex2) are not mirrored: the shadow would miss what they set. */
+    if (has_params || st->backend->EVP_CipherInit_ex(st->shadow, NULL, NULL, key, iv, enc) <= 0)
+        shadow_lost(st);
     tlsm_th.guard--;
 }
 
@@ -66,15 +93,17 @@ void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void
         return;
     tlsm_th.guard++;
     int r = st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, type, arg, ptr);
-    tlsm_th.guard--;
     if (r != ret)
-        st->shadow_ok = false;
+        shadow_lost(st);
+    tlsm_th.guard--;
 }
 
 void tlsm_reroute_begin(struct tlsm_rec_state *st)
 {
+    tlsm_reroute_end(st); /* a verified TLS 1.3 record that never reached Final */
     st->routed = false;
     st->verify = false;
+    st->data_sent = false;
     st->verdict = 0;
     if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
         return;
@@ -82,6 +111,9 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
         atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
         return;
     }
+    tlsm_th.guard++;
+    clear_backend_errors(st); /* only this record's own errors are forwarded */
+    tlsm_th.guard--;
     st->routed = true;
     atomic_fetch_add_explicit(&n_routed, 1, memory_order_relaxed);
     if (tlsm_cfg.verify && ++verify_tick >= tlsm_cfg.verify) {
@@ -126,6 +158,21 @@ static void maybe_corrupt(struct tlsm_rec_state *st, unsigned char *out, int len
         out[len / 2] ^= 0x01;
 }
 
+/* A mismatch: the program gets the native result. Native output goes over the backend's;
+ * backend bytes beyond it are zeroed, so no backend plaintext leaves with a failure. n is
+ * how much of the native buffer counts (the whole copy when in place), len the backend's. */
+static void release_native(struct tlsm_rec_state *st, unsigned char *out, int n, int len)
+{
+    if (n < 0)
+        n = 0;
+    if (n > st->vcap)
+        n = st->vcap;
+    if (n)
+        memcpy(out, st->vbuf, (size_t)n);
+    if (len > n)
+        memset(out + n, 0, (size_t)(len - n));
+}
+
 /* The native side decrypts a copy of the record in place (TLS 1.2 GCM insists on in-place
  * decryption), so both results lie at the same offsets of the same-sized buffer. */
 static bool same_result(struct tlsm_rec_state *st, int ret, const unsigned char *out, int len,
@@ -159,8 +206,8 @@ static int verified_payload(struct tlsm_rec_state *st, tlsm_update_fn native, EV
     st->verdict = 1;
     if (!same_result(st, ret, out, len, out == in)) {
         mismatch(st);
-        if (st->vret > 0)
-            memcpy(out, st->vbuf, (size_t)(out == in ? st->vcap : st->vbuf_len));
+        /* In place, the whole copy (a failed native tag cleansed it); else the output. */
+        release_native(st, out, out == in ? st->vcap : st->vret > 0 ? st->vbuf_len : 0, len);
         if (outl)
             *outl = st->vbuf_len;
         ret = st->vret;
@@ -173,6 +220,7 @@ int tlsm_reroute_update(struct tlsm_rec_state *st, tlsm_update_fn native, EVP_CI
 {
     int ret;
     tlsm_th.guard++;
+    st->data_sent = true;
     if (st->verify && out && in && inl > 0) {
         ret = verified_payload(st, native, ctx, out, outl, in, inl);
     } else {
@@ -192,6 +240,7 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
                        unsigned char *out, int *outl)
 {
     tlsm_th.guard++;
+    st->data_sent = true;
     int ret = st->backend->EVP_CipherFinal_ex(st->shadow, out, outl);
     if (ret <= 0)
         forward_errors(st);
@@ -204,8 +253,10 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
         st->verdict = 1;
         if (!same_result(st, ret, st->out, st->outl, false)) {
             mismatch(st);
-            if (st->vret > 0 && st->out && st->outl == st->vbuf_len)
-                memcpy(st->out, st->vbuf, (size_t)st->outl);
+            /* Even when the native tag failed: its Update output is what the program's own
+             * code would have left in the buffer. */
+            if (st->out)
+                release_native(st, st->out, st->vbuf_len, st->outl);
             ret = nret;
         }
     }
@@ -219,6 +270,7 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
     (void)native;
     (void)ctx;
     tlsm_th.guard++;
+    st->data_sent = true;
     int ret = st->backend->EVP_Cipher(st->shadow, out, in, inl);
     if (ret < 0)
         forward_errors(st);

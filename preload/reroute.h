@@ -15,8 +15,9 @@ typedef int (*tlsm_cipher_fn)(EVP_CIPHER_CTX *, unsigned char *, const unsigned 
 /* A tracked context was (re)keyed with a cipher: make its shadow. */
 void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
                          const unsigned char *iv);
+/* A later Init on the context; has_params: it came with OSSL_PARAMs (not mirrored). */
 void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *key,
-                              const unsigned char *iv, int enc);
+                              const unsigned char *iv, int enc, bool has_params);
 void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
 /* A record starts: route it (and maybe verify it) if the shadow is healthy. */
 void tlsm_reroute_begin(struct tlsm_rec_state *st);

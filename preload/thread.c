@@ -21,6 +21,7 @@ static void on_thread_exit(void *arg)
 {
     struct tlsm_thread *th = &tlsm_th;
     (void)arg;
+    th->exiting = true;
     tlsm_trace_thread_exit();
     pthread_mutex_lock(&live_lock);
     for (int i = 0; i < MAX_LIVE; i++)

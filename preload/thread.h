@@ -14,6 +14,7 @@ struct tlsm_conn_state;
 struct tlsm_thread {
     int tid;
     bool started;  /* tid known, exit handler registered */
+    bool exiting;  /* past its exit handler: hooks only forward (nothing would flush) */
     int guard;     /* > 0 while tlsmeter itself calls OpenSSL: do not trace that */
     int ssl_depth; /* nesting of SSL_* hooks (SSL_connect -> SSL_do_handshake) */
     int evp_depth; /* nesting of EVP hooks (EVP_CipherUpdate -> EVP_DecryptUpdate) */

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "json.h"
 #include "log.h"
+#include "obj.h"
 #include "thread.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,9 @@ static char quiet_reason[PATH_MAX + 128];
 static uint64_t unix_t0, mono_t0, proc_mono0;
 static pid_t fork_of;
 static bool clock_ready;
+static bool fd_is_pipe;    /* writes may raise SIGPIPE */
+static pid_t trace_pid;    /* the process that opened the file (vfork children are not it) */
+static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 static _Atomic bool allowed;
 
 void tlsm_trace_allow(void)
@@ -100,6 +105,25 @@ static void expand_path(char *out, size_t cap, bool child)
 
 /* O_EXCL|O_NOFOLLOW: never write through a planted symlink or into someone's file;
  * on a name clash try NAME.1 .. NAME.9. */
+/* A FIFO or device the user named. Checked again on the open descriptor (the path may
+ * have been swapped): it must still be one, owned by us or by root, so another user's
+ * planted FIFO never receives the trace. */
+static int open_special(const char *p)
+{
+    struct stat st;
+    int f = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
+    if (f < 0)
+        return -1;
+    if (fstat(f, &st) || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) ||
+        (st.st_uid != geteuid() && st.st_uid != 0)) {
+        close(f);
+        errno = EPERM;
+        return -1;
+    }
+    fd_is_pipe = S_ISFIFO(st.st_mode);
+    return f;
+}
+
 static int create_file(char *p, size_t cap)
 {
     size_t base = strlen(p);
@@ -114,7 +138,7 @@ static int create_file(char *p, size_t cap)
          * write to: open it as is. Regular files and symlinks are never written through. */
         struct stat st;
         if (!i && lstat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
-            return open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
+            return open_special(p);
     }
     p[base] = 0;
     return -1;
@@ -168,8 +192,14 @@ static void header_fields(struct tlsm_json *j)
     tlsm_json_raw(j, "config", cfg);
 }
 
+/* Writing into a FIFO whose reader went away raises SIGPIPE, which kills most programs:
+ * block it on this thread for the write, and swallow the one we caused. */
+static bool write_pipe(const char *p, size_t n);
+
 static bool write_all(const char *p, size_t n)
 {
+    if (fd_is_pipe)
+        return write_pipe(p, n);
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
@@ -180,6 +210,27 @@ static bool write_all(const char *p, size_t n)
         n -= (size_t)w;
     }
     return true;
+}
+
+static bool write_pipe(const char *p, size_t n)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE);
+    fd_is_pipe = false;
+    bool ok = write_all(p, n);
+    int e = errno;
+    fd_is_pipe = true;
+    if (!ok && e == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return ok;
 }
 
 static void open_trace(void)
@@ -194,6 +245,7 @@ static void open_trace(void)
     mono_t0 = tlsm_mono_ns();
     tlsm_trace_t0 = tlsm_now();
     expand_path(path, sizeof(path), fork_of != 0);
+    fd_is_pipe = false;
     fd = create_file(path, sizeof(path));
     if (fd < 0) {
         char why[PATH_MAX + 96];
@@ -204,12 +256,24 @@ static void open_trace(void)
     }
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
+    trace_pid = getpid();
+    trace_gen++;
     tlsm_json_begin(&j, line, sizeof(line), "header");
     header_fields(&j);
     size_t n = tlsm_json_end(&j, line);
     atomic_store(&state, ST_OPEN);
-    if (!n || !write_all(line, n))
+    if (!n || !write_all(line, n)) {
         tlsm_trace_quiet("cannot write the trace header");
+        return;
+    }
+    /* Instances met before this file existed (before the constructor allowed tracing, or
+     * in the parent of a forked child) still get their lib line in this file. */
+    tlsm_obj_replay_libs(trace_gen);
+}
+
+unsigned tlsm_trace_generation(void)
+{
+    return trace_gen;
 }
 
 bool tlsm_trace_ready(void)
@@ -377,21 +441,40 @@ void tlsm_trace_finish(void)
     pthread_mutex_unlock(&open_lock);
 }
 
-/* exec*(): the new image never runs our destructor, so write everything now, ending with
- * an end line that names the exec. If the exec fails the program goes on, and so does the
- * trace: a later end line (at exit) supersedes this one. */
-void tlsm_trace_exec(const char *what)
+static bool try_lock_buf(struct tlsm_tbuf *b)
 {
-    pthread_mutex_lock(&open_lock);
-    if (atomic_load(&state) == ST_OPEN) {
-        flush_all();
-        char line[TLSM_LINE_MAX * 2];
-        tlsm_exec_path = what;
-        size_t n = tlsm_end_line(line, sizeof(line));
-        tlsm_exec_path = NULL;
-        if (n)
-            write_all(line, n);
+    for (int i = 0; i < 1000; i++) {
+        if (!atomic_exchange_explicit(&b->lock, 1, memory_order_acquire))
+            return true;
+        sched_yield();
     }
+    return false;
+}
+
+/* exec*() or _exit(): no destructor will run, so write everything now, ending with an end
+ * line (naming the exec, if any). Only try-locks: these calls are async-signal-safe and a
+ * signal handler may have interrupted this very thread inside the trace writer; and only
+ * in the process that opened the file (a vfork child shares our memory, not our trace). */
+void tlsm_trace_final(const char *exec_what)
+{
+    if (atomic_load(&state) != ST_OPEN || getpid() != trace_pid)
+        return;
+    if (pthread_mutex_trylock(&open_lock))
+        return;
+    if (!pthread_mutex_trylock(&bufs_lock)) {
+        for (struct tlsm_tbuf *b = bufs; b; b = b->next)
+            if (try_lock_buf(b)) {
+                flush_buf(b);
+                unlock_buf(b);
+            }
+        pthread_mutex_unlock(&bufs_lock);
+    }
+    char line[TLSM_LINE_MAX * 2];
+    tlsm_exec_path = exec_what;
+    size_t n = atomic_load(&state) == ST_OPEN ? tlsm_end_line(line, sizeof(line)) : 0;
+    tlsm_exec_path = NULL;
+    if (n)
+        write_all(line, n);
     pthread_mutex_unlock(&open_lock);
 }
 

@@ -41,8 +41,11 @@ void tlsm_trace_drop(void);
 /* Thread exit: flush and free this thread's buffer. */
 void tlsm_trace_thread_exit(void);
 const char *tlsm_trace_quiet_reason(void);
-/* Flush everything and write an end line naming the exec about to happen. */
-void tlsm_trace_exec(const char *path);
+/* exec*() (exec_what names it) or _exit() (NULL): flush everything and write an end line
+ * now; try-locks only (async-signal-safe callers). */
+void tlsm_trace_final(const char *exec_what);
+/* Incremented at every trace file open. */
+unsigned tlsm_trace_generation(void);
 /* Set while the end line of an exec is built. */
 extern const char *tlsm_exec_path;
 /* Built by main.c: the end event's line (trace.c writes it last). */
