@@ -299,12 +299,16 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
 void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn)
 {
     const struct tlsm_api *a = lib ? &lib->api : NULL;
-    if (!a || !a->SSL_get_rbio || !a->BIO_ctrl)
+    if (!a || !a->SSL_get_rbio || !a->BIO_ctrl || !a->BIO_method_type)
         return;
     tlsm_th.guard++;
     BIO *rbio = a->SSL_get_rbio(ssl);
-    /* BIO_get_ktls_recv(b) is this call in OpenSSL 3 (a macro; 0 when built without kTLS). */
-    long on = rbio ? a->BIO_ctrl(rbio, BIO_CTRL_GET_KTLS_RECV, 0, NULL) : 0;
+    /* BIO_get_ktls_recv(b) is this call in OpenSSL 3 (a macro; 0 when built without kTLS).
+     * Only on OpenSSL's own socket BIO (the only one kTLS runs on): a program's own BIO
+     * type would see a ctrl call it never asked for. */
+    long on = rbio && a->BIO_method_type(rbio) == BIO_TYPE_SOCKET
+                  ? a->BIO_ctrl(rbio, BIO_CTRL_GET_KTLS_RECV, 0, NULL)
+                  : 0;
     tlsm_th.guard--;
     bool first;
     _Atomic int *count = on > 0 ? ktls_count(lib, &first) : NULL;

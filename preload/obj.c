@@ -131,6 +131,7 @@ static void load_api(struct tlsm_obj *o, void *h)
     API(ERR_set_error);
     API(SSL_get_rbio);
     API(BIO_ctrl);
+    API(BIO_method_type);
 #undef API
 }
 

@@ -30,6 +30,7 @@ struct tlsm_api {
     __typeof__(&ERR_set_error) ERR_set_error;
     __typeof__(&SSL_get_rbio) SSL_get_rbio; /* with BIO_ctrl: BIO_get_ktls_recv (a macro) */
     __typeof__(&BIO_ctrl) BIO_ctrl;
+    __typeof__(&BIO_method_type) BIO_method_type;
 };
 
 struct tlsm_obj {
