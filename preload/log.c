@@ -6,13 +6,36 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+static dev_t err_dev;
+static ino_t err_ino;
+static bool err_known;
+
+void tlsm_log_init(void)
+{
+    struct stat st;
+    err_known = fstat(STDERR_FILENO, &st) == 0;
+    err_dev = st.st_dev;
+    err_ino = st.st_ino;
+}
+
+/* A daemon may close stderr and get descriptor 2 back for a socket or a file of its own:
+ * write only to the stderr the program started with. */
+static bool stderr_is_ours(void)
+{
+    struct stat st;
+    return err_known && fstat(STDERR_FILENO, &st) == 0 && st.st_dev == err_dev &&
+           st.st_ino == err_ino;
+}
 
 void tlsm_warn(const char *fmt, ...)
 {
     char line[512];
     int saved = errno;
-    if (tlsm_cfg.quiet)
+    if (tlsm_cfg.quiet || !stderr_is_ours())
         return;
     int n = snprintf(line, sizeof(line), "tlsmeter: ");
     va_list ap;

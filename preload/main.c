@@ -64,6 +64,7 @@ static void atfork_child(void)
 __attribute__((constructor)) static void tlsm_start(void)
 {
     tlsm_trace_init();
+    tlsm_log_init();
     tlsm_resolve_init();
     tlsm_config_load();
     if (tlsm_cfg.help)

@@ -49,6 +49,8 @@ static uint64_t unix_t0, mono_t0, proc_mono0;
 static pid_t fork_of;
 static bool clock_ready;
 static bool fd_is_pipe;    /* writes may raise SIGPIPE */
+static dev_t fd_dev;       /* identity of the trace file: a program that closes every */
+static ino_t fd_ino;       /* descriptor may reuse ours for a file of its own */
 static pid_t trace_pid;    /* the process that opened the file (vfork children are not it) */
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 static _Atomic bool allowed;
@@ -256,6 +258,9 @@ static void open_trace(void)
     }
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+        fd_dev = st.st_dev, fd_ino = st.st_ino;
     trace_pid = getpid();
     trace_gen++;
     tlsm_json_begin(&j, line, sizeof(line), "header");
@@ -304,11 +309,23 @@ static void unlock_buf(struct tlsm_tbuf *b)
     atomic_store_explicit(&b->lock, 0, memory_order_release);
 }
 
+static bool fd_still_ours(void)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino;
+}
+
 /* Buffer lock held. */
 static void flush_buf(struct tlsm_tbuf *b)
 {
     if (!b->used)
         return;
+    if (atomic_load(&state) == ST_OPEN && !fd_still_ours()) {
+        b->dropped += b->pending;
+        b->used = b->pending = 0;
+        tlsm_trace_quiet("the program closed the trace's descriptor");
+        return;
+    }
     if (atomic_load(&state) == ST_OPEN && write_all(b->data, b->used)) {
         b->written += b->pending;
     } else {
