@@ -24,8 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-extern char **environ;
-
 static const char *const cipher_names[] = {"AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305",
                                            "AES-192-GCM", "AES-128-CCM", "AES-256-CCM"};
 
@@ -207,52 +205,39 @@ static int copy_to_memfd(const char *src)
     return out;
 }
 
-static bool is_cap_entry(const char *e)
-{
-    return !strncmp(e, "OPENSSL_ia32cap=", 16) || !strncmp(e, "OPENSSL_armcap=", 15);
-}
+/* The capability masks the copy's start-up code (OPENSSL_cpuid_setup) reads with getenv. */
+static const char *const cap_names[] = {"OPENSSL_ia32cap", "OPENSSL_armcap"};
+#define N_CAPS (sizeof(cap_names) / sizeof(cap_names[0]))
 
-/* The environment the backend's start-up code sees: the program's, without capability
- * masks (hw) or with ours (soft). Swapped in for the dlopen only; the program's environ
- * array itself is never modified. *len: entries before the NULL. */
-static char **backend_environ(char **prog, enum tlsm_crypto_mode mode, size_t *len)
+/* The environment the copy's start-up code sees: the program's, without capability masks
+ * (hw) or with ours (soft). Changed only through unsetenv/putenv, which take glibc's
+ * environment lock: a setenv of another thread is serialised with ours, never lost, and
+ * no array is swapped, freed or restored under it (assigning environ directly did all
+ * three: setenv loops segfaulted in __add_to_environ). The entries in *orig are the
+ * program's own strings, put back as they were by program_caps. */
+static void backend_caps(enum tlsm_crypto_mode mode, char *orig[N_CAPS])
 {
-    size_t n = 0;
-    while (prog && prog[n])
-        n++;
-    char **env = calloc(n + 2, sizeof(char *));
-    if (!env)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!is_cap_entry(prog[i]))
-            env[k++] = prog[i];
+    for (size_t i = 0; i < N_CAPS; i++) {
+        char *v = getenv(cap_names[i]);
+        orig[i] = v ? v - strlen(cap_names[i]) - 1 : NULL; /* the whole "NAME=value" entry */
+        if (v)
+            unsetenv(cap_names[i]);
+    }
     if (mode == TLSM_MODE_SOFT)
-        env[k++] = (char *)SOFT_MASK;
-    env[k] = NULL;
-    *len = k;
-    return env;
+        putenv((char *)SOFT_MASK);
 }
 
-/* Put the program's environment back after the load. Untouched (same array, same entries):
- * the program's array returns. Touched by another thread (its setenv/putenv replaced the
- * array, or changed or removed an entry in place): restoring the old array would lose that
- * update, so the current one stays, and only the capability masks are put back as the
- * program had them, with unsetenv/putenv, which take glibc's environment lock. A setenv in
- * flight exactly while this runs can still be lost (glibc's lock is not ours to take):
- * tlsm_backend_early loads at constructor time so that no other thread is there. */
-static void restore_environ(char **prog, char **env, char **snap, size_t len)
+/* What remains: while the copy loads, the program's other threads see the masks as the
+ * copy does, and a setenv of OPENSSL_ia32cap/armcap of theirs in that window is undone
+ * here. tlsm_backend_early loads at constructor time, when there is no other thread. */
+static void program_caps(enum tlsm_crypto_mode mode, char *orig[N_CAPS])
 {
-    char **expect = env;
-    if (!memcmp(env, snap, (len + 1) * sizeof(*env)) &&
-        __atomic_compare_exchange_n(&environ, &expect, prog, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST))
-        return;
-    unsetenv("OPENSSL_ia32cap");
-    unsetenv("OPENSSL_armcap");
-    for (size_t i = 0; prog && prog[i]; i++)
-        if (is_cap_entry(prog[i]))
-            putenv(prog[i]);
+    if (mode == TLSM_MODE_SOFT)
+        for (size_t i = 0; i < N_CAPS; i++)
+            unsetenv(cap_names[i]);
+    for (size_t i = 0; i < N_CAPS; i++)
+        if (orig[i])
+            putenv(orig[i]);
 }
 
 static void fd_path(char *path, size_t cap, int fd)
@@ -260,25 +245,13 @@ static void fd_path(char *path, size_t cap, int fd)
     snprintf(path, cap, "/proc/self/fd/%d", fd);
 }
 
-/* The temporary environment is never freed (a few KB once per backend): a thread may be
- * reading it in getenv, or glibc may have made it the program's (restore_environ). */
 static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name)
 {
-    char path[64];
-    size_t len = 0;
+    char path[64], *orig[N_CAPS];
     fd_path(path, sizeof(path), fd);
-    char **prog = environ, **env = backend_environ(prog, mode, &len);
-    char **snap = env ? malloc((len + 1) * sizeof(*env)) : NULL;
-    if (!snap) {
-        free(env); /* never installed */
-        fail("out of memory loading a copy of %s%s", src_name, "");
-        return NULL;
-    }
-    memcpy(snap, env, (len + 1) * sizeof(*env));
-    environ = env;
+    backend_caps(mode, orig);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (copy_symbolic ? 0 : RTLD_DEEPBIND));
-    restore_environ(prog, env, snap, len);
-    free(snap);
+    program_caps(mode, orig);
     if (!h) {
         /* dlerror names /proc/self/fd/N; say which file the user gave us instead. */
         const char *e = dlerror(), *colon = e ? strstr(e, ": ") : NULL;
