@@ -133,10 +133,10 @@ void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsig
 }
 
 void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                         const unsigned char *iv, int enc, const void *caller,
-                         struct tlsm_obj *target, int ret)
+                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
+                         const void *caller, struct tlsm_obj *target, int ret)
 {
-    bool has_params = false; /* INTERIM */
+    bool has_params = params && params[0].key; /* an empty list sets nothing */
     if (ret <= 0)
         return;
     if (cipher) {

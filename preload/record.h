@@ -49,8 +49,8 @@ void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsig
 /* After the native Init: start tracking (cipher given) or mirror it to the shadow. params:
  * the OSSL_PARAM array of EVP_CipherInit_ex2/EVP_DecryptInit_ex2, NULL for the others. */
 void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                         const unsigned char *iv, int enc, const void *caller,
-                         struct tlsm_obj *target, int ret);
+                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
+                         const void *caller, struct tlsm_obj *target, int ret);
 /* After the native ctrl: mirror it; a TLS 1.2 AAD decides the record's route. */
 void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
 /* EVP_CIPHER_CTX_ctrl before forwarding (TLS 1.2 AAD starts a record). */
