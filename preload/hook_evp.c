@@ -14,7 +14,7 @@ static bool untraced_evp(void)
     return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
 }
 
-#define INIT_HOOK(name, params, args, cipher, key, iv, enc)                                        \
+#define INIT_HOOK(name, params, args, cipher, key, iv, enc, prm)                                   \
     TLSM_EXPORT int name params                                                                    \
     {                                                                                              \
         TLSM_HOOK_ENTER(name, f);                                                                  \
@@ -28,7 +28,7 @@ static bool untraced_evp(void)
         int ret = TLSM_REAL(name, f) args;                                                         \
         tlsm_th.evp_depth--;                                                                       \
         int saved = errno;                                                                         \
-        tlsm_rec_after_init(ctx, cipher, key, iv, enc, __builtin_return_address(0), f.target,      \
+        tlsm_rec_after_init(ctx, cipher, key, iv, enc, prm, __builtin_return_address(0), f.target, \
                             ret);                                                                  \
         errno = saved;                                                                             \
         return ret;                                                                                \
@@ -37,19 +37,19 @@ static bool untraced_evp(void)
 INIT_HOOK(EVP_CipherInit_ex,
           (EVP_CIPHER_CTX * ctx, const EVP_CIPHER *cipher, ENGINE *impl, const unsigned char *key,
            const unsigned char *iv, int enc),
-          (ctx, cipher, impl, key, iv, enc), cipher, key, iv, enc)
+          (ctx, cipher, impl, key, iv, enc), cipher, key, iv, enc, NULL)
 INIT_HOOK(EVP_CipherInit_ex2,
           (EVP_CIPHER_CTX * ctx, const EVP_CIPHER *cipher, const unsigned char *key,
            const unsigned char *iv, int enc, const OSSL_PARAM params[]),
-          (ctx, cipher, key, iv, enc, params), cipher, key, iv, enc)
+          (ctx, cipher, key, iv, enc, params), cipher, key, iv, enc, params)
 INIT_HOOK(EVP_DecryptInit_ex,
           (EVP_CIPHER_CTX * ctx, const EVP_CIPHER *cipher, ENGINE *impl, const unsigned char *key,
            const unsigned char *iv),
-          (ctx, cipher, impl, key, iv), cipher, key, iv, 0)
+          (ctx, cipher, impl, key, iv), cipher, key, iv, 0, NULL)
 INIT_HOOK(EVP_DecryptInit_ex2,
           (EVP_CIPHER_CTX * ctx, const EVP_CIPHER *cipher, const unsigned char *key,
            const unsigned char *iv, const OSSL_PARAM params[]),
-          (ctx, cipher, key, iv, params), cipher, key, iv, 0)
+          (ctx, cipher, key, iv, params), cipher, key, iv, 0, params)
 
 TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
 {

@@ -81,6 +81,7 @@ __attribute__((constructor)) static void tlsm_start(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     tlsm_trace_allow();
     atomic_store(&tlsm_active, true);
+    tlsm_backend_early();
 }
 
 __attribute__((destructor)) static void tlsm_stop(void)

@@ -3,6 +3,7 @@
  * per-thread buffer and written in whole lines with write(2); the file is O_NONBLOCK
  * so a FIFO that stalls costs dropped lines, never a blocked program. */
 #include "trace.h"
+#include "backend.h"
 #include "caps.h"
 #include "clock.h"
 #include "config.h"
@@ -274,6 +275,7 @@ static void open_trace(void)
     /* Instances met before this file existed (before the constructor allowed tracing, or
      * in the parent of a forked child) still get their lib line in this file. */
     tlsm_obj_replay_libs(trace_gen);
+    tlsm_backend_replay_libs(trace_gen);
 }
 
 unsigned tlsm_trace_generation(void)
