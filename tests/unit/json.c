@@ -21,7 +21,7 @@ static void ints(void)
     char b[256], want[64];
     struct tlsm_json j;
     int64_t v = 1;
-    for (int k = 0; k < 19; k++, v *= 10) {
+    for (int k = 0; k < 19; k++, v = k < 19 ? v * 10 : v) { /* 10^0 .. 10^18, no overflow */
         int64_t vs[] = {v, v - 1, v + 1, -v, -(v - 1)};
         for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
             tlsm_json_begin(&j, b, sizeof(b), "x");
