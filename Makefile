@@ -39,7 +39,7 @@ OPENSSL_LIBS := $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null || echo -lssl -
 JANSSON_CFLAGS := $(shell $(PKG_CONFIG) --cflags jansson 2>/dev/null)
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljansson)
 UNWIND_CFLAGS := $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
-UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind 2>/dev/null || echo -lunwind)
+# libunwind's headers only: the preload dlopens libunwind.so.8 when TLSMETER_STACKS is set.
 DW_CFLAGS := $(shell $(PKG_CONFIG) --cflags libdw 2>/dev/null)
 DW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw -lelf)
 
@@ -92,7 +92,7 @@ $(O)/preload/%.o: preload/%.c $(wildcard preload/*.h)
 $(PRELOAD): $(PRELOAD_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined \
-		-ldl -lpthread $(UNWIND_LIBS)
+		-ldl -lpthread
 
 $(O)/analyzer/%.o: analyzer/%.c $(wildcard analyzer/*.h)
 	@mkdir -p $(dir $@)

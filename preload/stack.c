@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "config.h"
 #include "json.h"
+#include "log.h"
 #include "resolve.h"
 #include "table.h"
 #include "thread.h"
@@ -42,15 +43,39 @@ static uint32_t nstacks;
 static const struct link_map *modules[MAX_MODULES];
 static int nmodules;
 
+/* libunwind is loaded only when stacks are asked for: a board needs nothing but
+ * libtlsmeter.so (and glibc) to trace, and libunwind.so.8 only for TLSMETER_STACKS.
+ * The names are libunwind's macro-expanded ones (_ULx86_64_..., _ULaarch64_...). */
+#define TLSM_STR(x)  #x
+#define TLSM_XSTR(x) TLSM_STR(x)
+static __typeof__(&unw_backtrace) unwind_backtrace;
+
+static bool load_libunwind(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen("libunwind.so", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        tlsm_warn("TLSMETER_STACKS needs libunwind.so.8, which is not installed; no stacks");
+        return false;
+    }
+    __typeof__(&unw_set_caching_policy) policy =
+        (__typeof__(policy))dlsym(h, TLSM_XSTR(unw_set_caching_policy));
+    unw_addr_space_t *space = dlsym(h, TLSM_XSTR(unw_local_addr_space));
+    unwind_backtrace = (__typeof__(unwind_backtrace))dlsym(h, "unw_backtrace");
+    if (policy && space)
+        policy(*space, UNW_CACHE_PER_THREAD);
+    return unwind_backtrace != NULL;
+}
+
 void tlsm_stack_init(void)
 {
-    if (!tlsm_cfg.stacks)
+    if (!tlsm_cfg.stacks || !load_libunwind())
         return;
     tlsm_table_init(&sites, "call sites", 4096, sizeof(struct site_state));
     struct tlsm_table st;
     if (tlsm_table_init(&st, "stacks", MAX_STACKS / 8, sizeof(struct stack_entry) * 8) == 0)
         stacks = (struct stack_entry *)st.states;
-    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 }
 
 uint64_t tlsm_stack_count(void)
@@ -169,7 +194,7 @@ uint32_t tlsm_stack_sample(const void *site, enum tlsm_stack_kind kind)
     void *raw[MAX_DEPTH + 8];
     uintptr_t f[MAX_DEPTH];
     tlsm_th.guard++;
-    int n = unw_backtrace(raw, MAX_DEPTH + 8), k = 0;
+    int n = unwind_backtrace(raw, MAX_DEPTH + 8), k = 0;
     tlsm_th.guard--;
     for (int i = 0; i < n && k < MAX_DEPTH; i++)
         if (!tlsm_is_self(raw[i]))
