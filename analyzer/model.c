@@ -19,6 +19,7 @@ static void free_trace(struct trace *t)
 
     free(t->file), free(t->comm), free(t->exe), free(t->arch), free(t->cpu);
     free(t->clock), free(t->mode), free(t->version), free(t->quiet), free(t->reroute_reason);
+    free(t->exec);
     for (i = 0; i < t->nunfired; i++)
         free(t->unfired[i]);
     for (i = 0; i < t->nlibs; i++) {
@@ -183,8 +184,8 @@ static void stats_read(struct stats *s, const struct event *e)
 {
     /* A peek returns bytes a later read returns again: counting them would double the
      * bytes received. Its records (decrypted during the peek) are counted with the recs. */
-    if ((e->have_s & (1u << S_FN)) && (strv_eq(e->s[S_FN], "SSL_peek") ||
-                                        strv_eq(e->s[S_FN], "SSL_peek_ex"))) {
+    if ((e->have_s & (1u << S_FN)) &&
+        (strv_eq(e->s[S_FN], "SSL_peek") || strv_eq(e->s[S_FN], "SSL_peek_ex"))) {
         s->peeks++;
         s->recs_in_reads += pos(e->i[I_RECS]);
         return;

@@ -91,6 +91,7 @@ struct trace {
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t reroute_routed, reroute_fallback;
     char *quiet, *reroute_reason;
+    char *exec; /* the end line was written before exec*() of this (the trace stops there) */
     char *unfired[MAX_UNFIRED];
     int nunfired;
     uint64_t lines, lines_skipped, lines_unknown, events;

@@ -144,6 +144,10 @@ static void end_unfired(struct trace *t, json_t *arr)
     size_t i;
     json_t *v;
 
+    /* A later end line (exit after a failed exec) supersedes an earlier one. */
+    for (int k = 0; k < t->nunfired; k++)
+        free(t->unfired[k]);
+    t->nunfired = 0;
     json_array_foreach(arr, i, v)
     {
         if (json_is_string(v) && t->nunfired < MAX_UNFIRED)
@@ -169,6 +173,8 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     model__end_blind(t, json_object_get(o, "blind"));
     free(t->quiet);
     t->quiet = str_dup(o, "quiet");
+    free(t->exec);
+    t->exec = str_dup(o, "exec");
     if (json_is_object(rr)) {
         t->reroute_routed = int_get(rr, "routed", 0);
         t->reroute_fallback = int_get(rr, "fallback", 0);

@@ -23,6 +23,9 @@ static void head(FILE *out, const struct summary *s)
                 t->exe ? t->exe : "?", t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
     else
         fprintf(out, "programs     %zu traces (durations, CPU and bytes summed)\n", m->ntraces);
+    if (m->ntraces == 1 && t->exec)
+        fprintf(out, "             replaced itself with exec of %s: the trace ends there\n",
+                t->exec);
     fprintf(out, "duration     %s, received %s, %s\n", fmt_ns(&a, (double)s->duration_ns),
             fmt_bytes(&b, m->st.got), fmt_rate(&c, s->throughput));
     if (s->cpu_ns < 0) {

@@ -34,6 +34,13 @@ assert sum(e["pt"] for e in recs) == sum(e["got"] for e in ev if e["ev"] == "rea
 PY
 fi
 
+# The report says why the trace stops (the analyzer of the build under test).
+if run_target "$O/tlsmeter-analyze" "$d"/ok.*.jsonl 2>/dev/null | grep -q "replaced itself with exec of /bin/echo"; then
+    pass "core-exec report: names the exec"
+else
+    fail "core-exec report: no 'replaced itself with exec of /bin/echo' line"
+fi
+
 # failed exec: the program goes on and exits 3; the last end line has no exec key.
 tls_run "$d/bad" "$d/bad.%p.jsonl" "$TLSM_PROGS/execclient" "$TLS_PORT" "$TLS_CERT" /f.bin \
     /nonexistent/program
