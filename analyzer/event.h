@@ -20,6 +20,7 @@ enum ev_kind {
     EV_CALIB,
     EV_MODULE,
     EV_BLIND,
+    EV_IMPL,
     EV_FWD, /* last: ev_kind__parse walks up to it */
 };
 
@@ -45,6 +46,7 @@ enum ev_int {
     I_READS,
     I_HS_NS,
     I_HS_CALL_NS,
+    I_IMPL,
     I_N
 };
 

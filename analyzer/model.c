@@ -226,7 +226,9 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
     }
     stats_rec(&m->st, e);
     stats_rec(&t->st, e);
-    stats_rec(&bucket_get(m, ti, e->i[I_LIB], cipher, path)->st, e);
+    struct bucket *b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
+    stats_rec(&b->st, e);
+    model__bucket_impl(b, e, rec_ct(e));
     stats_rec(&conn_get(m, t, e->i[I_CONN])->st, e);
     stats_rec(&thread_get(m, t, e->i[I_TID])->st, e);
     hist__add(&m->rec_len, pos(e->i[I_LEN]), 1);

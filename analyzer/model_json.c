@@ -12,7 +12,8 @@ static const char *const cap_names[CAP_N] = {
     [CAP_AVX2] = "avx2",   [CAP_AVX512F] = "avx512f",
     [CAP_VAES] = "vaes",   [CAP_VPCLMULQDQ] = "vpclmulqdq",
     [CAP_NEON] = "neon",   [CAP_AES] = "aes",
-    [CAP_PMULL] = "pmull",
+    [CAP_PMULL] = "pmull", [CAP_AVX512VL] = "avx512vl",
+    [CAP_AVX512IFMA] = "avx512ifma", [CAP_XOP] = "xop",
 };
 
 const char *cap__name(enum cap c)

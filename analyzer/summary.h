@@ -16,7 +16,7 @@ struct row {
     struct stats st;
     enum impl_class cls;
     bool mixed; /* buckets of this row were classified differently */
-    char detail[96];
+    char detail[192];
 };
 
 struct verdict {
