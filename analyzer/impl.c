@@ -237,7 +237,7 @@ static void chacha_x86(const struct lib *l, char *cc, size_t n, bool *simd)
     else if (cap(l, CAP_AVX512VL))
         snprintf(cc, n, "AVX-512VL (256-bit)");
     else if (!cap(l, CAP_SSSE3))
-        *simd = false, snprintf(cc, n, "scalar (no SSSE3, no AVX-512)");
+        *simd = false, snprintf(cc, n, "scalar, plain software (no SSSE3, no AVX-512)");
     else if (cap(l, CAP_XOP))
         snprintf(cc, n, "XOP");
     else if (cap(l, CAP_AVX2))
@@ -272,8 +272,7 @@ static void classify_chacha(const struct trace *t, const struct lib *l, struct i
                                   : "scalar";
     }
     r->cls = simd ? IMPL_VECTOR : IMPL_TABLE;
-    snprintf(r->detail, sizeof(r->detail), "ChaCha20: %s; Poly1305: %s%s", cc, poly,
-             simd ? "" : " (plain software)");
+    snprintf(r->detail, sizeof(r->detail), "ChaCha20: %s; Poly1305: %s", cc, poly);
 }
 
 static const struct calib *calib_for(const struct trace *t, int cipher, enum impl_class c)
@@ -324,8 +323,7 @@ void impl__classify(const struct model *m, const struct bucket *b, struct impl_r
     else if (r->aes_gcm) {
         if (!classify_code(t, b, r))
             classify_gcm(t, l, &b->st, r);
-    }
-    else if (impl__is_chacha(cipher))
+    } else if (impl__is_chacha(cipher))
         classify_chacha(t, l, r);
     else
         snprintf(r->detail, sizeof(r->detail), "no classification for %s", cipher);
