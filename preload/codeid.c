@@ -250,6 +250,30 @@ static bool fn_of(const struct view *v, uintptr_t pc, struct fn *out)
     return pc >= out->start && pc - out->start < out->size;
 }
 
+/* aarch64 assembler (perlasm arm flavours emit no CFI): the function from its entry to the
+ * first RET, at most 4 KiB. The entry path holds the routine's main loop in OpenSSL's
+ * AES/GHASH code (aes_v8_*, gcm_ghash_v8/neon, vpaes_* reach their cores by BL). */
+static bool ret_bounded(const struct view *v, uintptr_t pc, struct fn *out)
+{
+#if defined(__aarch64__)
+    for (uint32_t n = 0; n < 4096 && !(pc & 3) && readable(v, pc + n, 4, true); n += 4)
+        if (*(const uint32_t *)(pc + n) == 0xd65f03c0u) { /* ret */
+            out->start = pc;
+            out->size = n + 4;
+            return true;
+        }
+#endif
+    (void)v, (void)pc, (void)out;
+    return false;
+}
+
+/* The body of the function entered at (or containing, with an FDE) pc. fde: from its FDE. */
+static bool body_of(const struct view *v, uintptr_t pc, struct fn *out, bool *fde)
+{
+    *fde = fn_of(v, pc, out);
+    return *fde || ret_bounded(v, pc, out);
+}
+
 struct scan {
     const struct view *v;
     uintptr_t visited[MAX_VISIT];
@@ -263,12 +287,13 @@ static void visit(struct scan *s, uintptr_t start, int depth);
 static void follow(struct scan *s, uintptr_t target, int depth)
 {
     struct fn f;
+    bool fde;
     if (depth >= 2 || s->nvisited == MAX_VISIT || !readable(s->v, target, 1, true))
         return;
     for (int i = 0; i < s->nvisited; i++)
         if (s->visited[i] == target)
             return;
-    if (fn_of(s->v, target, &f) && f.start == target)
+    if (body_of(s->v, target, &f, &fde) && f.start == target)
         visit(s, target, depth + 1);
 }
 
@@ -340,7 +365,8 @@ static void scan_body(struct scan *s, uintptr_t start, uint32_t size, int depth)
 static void visit(struct scan *s, uintptr_t start, int depth)
 {
     struct fn f;
-    if (s->nvisited == MAX_VISIT || !fn_of(s->v, start, &f))
+    bool fde;
+    if (s->nvisited == MAX_VISIT || !body_of(s->v, start, &f, &fde))
         return;
     s->visited[s->nvisited++] = f.start;
     scan_body(s, f.start, f.size, depth);
@@ -361,9 +387,11 @@ bool tlsm_code_identify(const void *fn, struct tlsm_code *out)
     out->off = (uintptr_t)fn - v.base;
     snprintf(out->path, sizeof(out->path), "%s", v.name);
     struct fn body;
-    if (!fn_of(&v, (uintptr_t)fn, &body))
+    bool fde;
+    if (!body_of(&v, (uintptr_t)fn, &body, &fde))
         return true;
     out->bounded = true;
+    out->to_ret = !fde;
     out->size = body.size;
     struct scan s = {.v = &v};
     s.visited[s.nvisited++] = body.start;

@@ -25,7 +25,8 @@ enum tlsm_isa {
 
 struct tlsm_code {
     bool found;      /* fn lies in an executable segment of a loaded object */
-    bool bounded;    /* the function's FDE was found: size and isa are from its body */
+    bool bounded;    /* size and isa are from its body (FDE, or to_ret) */
+    bool to_ret;     /* aarch64 without an FDE: bounded by its first RET instead */
     uintptr_t base;  /* the object's load base (l_addr) */
     uintptr_t off;   /* fn - base: the symbol value in the object's .symtab */
     uint32_t size;   /* bytes, from the FDE */
