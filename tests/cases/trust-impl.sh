@@ -67,7 +67,7 @@ small() {
         case $m in
         default) mask=() want=hardware ;;
         pclmul) mask=(OPENSSL_ia32cap="$MASK_PCLMUL") want=table ;;
-        aesni) mask=(OPENSSL_ia32cap="$MASK_AESNI") want=vector ;;
+        aesni) mask=(OPENSSL_ia32cap="$MASK_AESNI") want=table ;; # < 8 blocks: AES_encrypt
         table) mask=(OPENSSL_ia32cap="$MASK_TABLE") want=table ;;
         esac
         if ! get "$d/$tls.$size.$m" "$tls" "${mask[@]}"; then
