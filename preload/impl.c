@@ -13,6 +13,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_IMPLS 32
 
@@ -33,7 +34,9 @@ struct impl {
 
 static struct impl impls[MAX_IMPLS];
 static int nimpls;
-static int lock; /* try-lock only: a record never waits (and a fork child never deadlocks) */
+/* Try-lock holding the holder's pid: a record never waits, and a forked child takes over a
+ * lock a parent thread held at fork (that thread does not exist in the child). */
+static int lock;
 
 /* Per thread: the record in flight, and the last set seen (so steady state is one compare). */
 static __thread struct {
@@ -201,7 +204,10 @@ int tlsm_impl_take(void)
     if (!memcmp(&k, &th.last, sizeof(k)) && th.last_id > 0 &&
         __atomic_load_n(&impls[th.last_id - 1].gen, __ATOMIC_ACQUIRE) == gen)
         return th.last_id;
-    if (__atomic_exchange_n(&lock, 1, __ATOMIC_ACQUIRE))
+    int me = getpid(), held = 0;
+    if (!__atomic_compare_exchange_n(&lock, &held, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) &&
+        (held == me ||
+         !__atomic_compare_exchange_n(&lock, &held, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
         return 0; /* another thread is identifying: this record goes without */
     struct impl *m = lookup(&k);
     int id = 0;
