@@ -89,6 +89,22 @@ small() {
     tls_stop_pid "$SRV_PID"
 }
 
+# 0. A malformed impl event is named (file:line) and skipped; its records fall back to the
+#    GCM-entry evidence.
+g=$TLSM_TOP/tests/golden
+{
+    grep -v '"ev":"impl"' "$g/real-impl-pclmul.jsonl" | head -n 3
+    echo '{"ev":"impl","id":1,"lib":1,"aes":"AES NI","ghash":"4bit"}'
+    grep -v '"ev":"impl"' "$g/real-impl-pclmul.jsonl" | tail -n +4
+} >"$d/bad-impl.jsonl"
+"$ANALYZE" --json "$d/bad-impl.jsonl" >"$d/bad-impl.json" 2>"$d/bad-impl.err"
+if grep -q 'bad-impl.jsonl:4: skipped: impl needs' "$d/bad-impl.err" &&
+    grep -q '"impl_detail": ".*via ctr32' "$d/bad-impl.json"; then
+    pass "$name malformed impl event: named and skipped"
+else
+    fail "$name malformed impl event: $(head -c 300 "$d/bad-impl.err")"
+fi
+
 small 1.3 ECDHE-RSA-AES128-GCM-SHA256 AES-256-GCM 20
 small 1.3 ECDHE-RSA-AES128-GCM-SHA256 AES-256-GCM 100
 small 1.2 ECDHE-RSA-AES128-GCM-SHA256 AES-128-GCM 20
