@@ -62,6 +62,13 @@ uint64_t class_stats__crypto_ns(const struct class_stats *c)
     return kept + (uint64_t)((double)c->left_pt * rhist__pct(&c->nspb, 0.5) + 0.5);
 }
 
+double bucket__bulk_median(const struct bucket *b)
+{
+    const struct rhist *h = &b->cls[SC_BULK].nspb;
+
+    return h->n >= BULK_MIN_RECORDS ? rhist__pct(h, 0.5) : -1;
+}
+
 uint64_t bucket__crypto_ns(const struct bucket *b)
 {
     uint64_t ns = 0;

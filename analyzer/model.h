@@ -116,6 +116,9 @@ struct trace {
 enum size_class { SC_TINY, SC_SMALL, SC_BULK, SC_N };
 #define SC_SMALL_MIN 256
 #define SC_BULK_MIN  2048
+/* Fewer bulk records than this: no bulk median, so no gain figure and no ns/B cross-check
+ * (a handful of records is one burst, not a throughput). */
+#define BULK_MIN_RECORDS 16
 
 /* Per-record ns/B (crypto_ns / pt) of one size class. Records switched out during the
  * decryption (rec.preempt, where the header's cputime cannot give on-CPU time) are left out
@@ -214,6 +217,9 @@ const char *size_class__name(enum size_class c);
 /* The class's on-CPU crypto estimate: its records' crypto_ns, with each switched-out record
  * replaced by pt x the median ns/B of the class's other records (or kept, if there are none). */
 uint64_t class_stats__crypto_ns(const struct class_stats *c);
+/* Median ns/B of the bucket's bulk records (not switched out), or -1 with fewer than
+ * BULK_MIN_RECORDS of them: the figure a class cross-check may use. */
+double bucket__bulk_median(const struct bucket *b);
 /* The bucket's crypto time: class_stats__crypto_ns over its classes. */
 uint64_t bucket__crypto_ns(const struct bucket *b);
 /* Feeds one rec event into its bucket's size class (classes.c). */

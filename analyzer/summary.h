@@ -10,10 +10,6 @@
 #define MAX_VERDICTS 24
 #define MAX_EVIDENCE 8
 
-/* Fewer bulk records than this: no bulk median, so no gain figure and no ns/B cross-check
- * (a handful of records is one burst, not a throughput). */
-#define BULK_MIN_RECORDS 16
-
 /* Per-record ns/B of one size class over some buckets (docs/analyzer.md). */
 struct class_fig {
     uint64_t recs;      /* records of the class */
