@@ -110,7 +110,7 @@ static json_t *buckets_arr(const struct summary *s)
         json_t *o = json_object();
 
         bucket__class_figs(b, fig);
-        json_object_set_new(o, "trace", jstr(m->traces[b->trace].file));
+        json_object_set_new(o, "file", jstr(m->traces[b->trace].file));
         json_object_set_new(o, "lib", json_integer(b->lib));
         json_object_set_new(o, "cipher", jstr(model__name(m, b->cipher)));
         json_object_set_new(o, "path", jstr(model__name(m, b->path)));

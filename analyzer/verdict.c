@@ -89,9 +89,10 @@ static void cost_text(const struct row *w, char *buf, size_t n)
         snprintf(buf, n, "%.2f ns/B (median of %llu bulk records)", row__bulk_median(w),
                  (unsigned long long)w->fig[SC_BULK].used);
     else
-        snprintf(buf, n, "%.2f ns/B over %llu records, only %llu of them bulk (>= 2 KiB)",
+        snprintf(buf, n,
+                 "%.2f ns/B over %llu records, %llu of them bulk (>= 2 KiB; %d make a bulk figure)",
                  row_nspb(w), (unsigned long long)w->st.recs,
-                 (unsigned long long)w->fig[SC_BULK].used);
+                 (unsigned long long)w->fig[SC_BULK].used, BULK_MIN_RECORDS);
 }
 
 static void gain_evidence(struct verdict *v, const struct row *w)
