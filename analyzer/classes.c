@@ -56,10 +56,14 @@ void classes__rec(struct trace *t, struct bucket *b, const struct event *e)
 uint64_t class_stats__crypto_ns(const struct class_stats *c)
 {
     uint64_t kept = c->crypto_ns - c->left_ns;
+    double est;
 
     if (!c->left_pt || !c->nspb.n)
         return c->crypto_ns;
-    return kept + (uint64_t)((double)c->left_pt * rhist__pct(&c->nspb, 0.5) + 0.5);
+    est = (double)c->left_pt * rhist__pct(&c->nspb, 0.5) + 0.5;
+    if (est >= 9e18 || kept > UINT64_MAX - (uint64_t)est) /* a hostile trace: saturate */
+        return UINT64_MAX;
+    return kept + (uint64_t)est;
 }
 
 double bucket__bulk_median(const struct bucket *b)
@@ -74,8 +78,11 @@ uint64_t bucket__crypto_ns(const struct bucket *b)
     uint64_t ns = 0;
     int k;
 
-    for (k = 0; k < SC_N; k++)
-        ns += class_stats__crypto_ns(&b->cls[k]);
+    for (k = 0; k < SC_N; k++) {
+        uint64_t c = class_stats__crypto_ns(&b->cls[k]);
+
+        ns = ns > UINT64_MAX - c ? UINT64_MAX : ns + c;
+    }
     return ns;
 }
 

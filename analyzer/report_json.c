@@ -6,7 +6,7 @@
 
 static json_t *jint(uint64_t v)
 {
-    return json_integer((json_int_t)v);
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v); /* saturated sums */
 }
 
 /* Reals rounded to 6 significant digits so golden outputs do not churn on the last

@@ -78,6 +78,28 @@ static uint64_t decrypting_threads(const struct model *m, size_t ti)
     return n ? n : 1;
 }
 
+/* Untrusted times: sums and products saturate instead of overflowing. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > 0 && b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
+static int64_t sat_mul(int64_t a, uint64_t b)
+{
+    return a > 0 && b && (uint64_t)a > (uint64_t)INT64_MAX / b ? INT64_MAX : a * (int64_t)b;
+}
+
+/* How far crypto exceeds a bound (0 when it does not). */
+static int64_t excess(uint64_t crypto, int64_t bound)
+{
+    uint64_t d;
+
+    if (bound < 0 || crypto <= (uint64_t)bound)
+        return 0;
+    d = crypto - (uint64_t)bound;
+    return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
 /* Shares of the on-CPU crypto estimate, never above 1: crypto above the process CPU means
  * the CPU accounting undercounts (tick-based, or crypto_ns is wall time), crypto above wall
  * x threads means the times themselves are off; either is said with its bound. */
@@ -91,23 +113,22 @@ static void shares(struct summary *s)
     s->crypto_ns_raw = m->st.crypto_ns;
     for (i = 0; i < m->ntraces; i++) {
         uint64_t th = decrypting_threads(m, i);
+        int64_t d = trace__duration(&m->traces[i]);
 
         s->nthreads_dec += th;
-        s->wall_threads_ns += trace__duration(&m->traces[i]) * (int64_t)th;
+        s->wall_threads_ns = sat_add(s->wall_threads_ns, sat_mul(d > 0 ? d : 0, th));
     }
     if (s->wall_threads_ns > 0) {
         s->share_wall = (double)s->crypto_ns / (double)s->wall_threads_ns;
-        s->wall_short_ns = (int64_t)s->crypto_ns - s->wall_threads_ns;
+        s->wall_short_ns = excess(s->crypto_ns, s->wall_threads_ns);
     }
     s->share_cpu = -1;
     if (s->cpu_ns > 0) {
         s->share_cpu = (double)s->crypto_ns / (double)s->cpu_ns;
-        s->cpu_short_ns = (int64_t)s->crypto_ns - s->cpu_ns;
+        s->cpu_short_ns = excess(s->crypto_ns, s->cpu_ns);
     }
     s->share_wall = s->share_wall > 1 ? 1 : s->share_wall;
     s->share_cpu = s->share_cpu > 1 ? 1 : s->share_cpu;
-    s->cpu_short_ns = s->cpu_short_ns > 0 ? s->cpu_short_ns : 0;
-    s->wall_short_ns = s->wall_short_ns > 0 ? s->wall_short_ns : 0;
 }
 
 void summary__build(struct summary *s, const struct model *m)

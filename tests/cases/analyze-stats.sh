@@ -118,6 +118,15 @@ else
     fail "analyze-stats few-bulk: $(grep -A2 '^verdicts' "$d/few-bulk.txt" | tr '\n' ' ')"
 fi
 
+# Hostile numbers (crypto_ns and wall near 2^62, 40 threads, pt 2^40): exit 0, shares <= 1.
+$ST gen huge "$d/huge.jsonl"
+if "$A" --json "$d/huge.jsonl" >"$d/huge.json" 2>"$d/huge.err" &&
+    [ "$(jq_py "$d/huge.json" 'd["crypto_share_cpu"] <= 1 and d["crypto_share_wall"] <= 1')" = True ]; then
+    pass "analyze-stats huge: saturating sums, shares <= 1"
+else
+    fail "analyze-stats huge: $(tail -n 3 "$d/huge.err")"
+fi
+
 # A real traced download: the analyzer's bulk median ns/B (and every class figure) equals
 # what the trace's records give.
 if ! tls_client_ok "$TLS_DL"; then

@@ -157,6 +157,15 @@ def scenario(name):
                 g.rec("AES-128-GCM", g.rnd.randint(10, 200), 6.5, "decrypt",
                       fixed_ns=g.lognormal(9000, 0.2))
         g.end()
+    elif name == "huge":
+        # Hostile numbers: sums, estimates and wall x threads must saturate, not overflow.
+        g = Gen("perf-switch", CAPS_HW, 15)
+        g.header()
+        big = (1 << 62) - 1
+        for i in range(40):
+            g.rec("AES-128-GCM", 1 << 40, 1e6, "tail", preempt=i % 2)
+            g.lines[-1].update(crypto_ns=big, tid=7 + i, t=1000 + i)
+        g.end(user_ns=big, sys_ns=big, wall_ns=big)
     else:
         sys.exit(f"stats_trace.py: unknown scenario {name}")
     return g
