@@ -166,7 +166,7 @@ static void crypto(FILE *out, const struct summary *s)
             fmt_ns(&a, (double)s->crypto_ns), s->nspb,
             s->nspb > 0 ? fmt_rate(&b, 1e9 / s->nspb) : "-", s->wall_short_ns > 0 ? ">= " : "",
             fmt_pct(&c, s->share_wall));
-    if (s->nthreads_dec > 1)
+    if (s->nthreads_dec > s->m->ntraces) /* a fleet of one-thread processes: plain wall */
         fprintf(out, " x %llu threads", U(s->nthreads_dec));
     if (s->share_cpu >= 0)
         fprintf(out, ", %s%s of CPU", s->cpu_short_ns > 0 ? ">= " : "", fmt_pct(&d, s->share_cpu));
