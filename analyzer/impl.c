@@ -208,8 +208,8 @@ static void cross_check(const struct trace *t, const struct bucket *b, struct im
     lo = ref ? ref->ns_per_byte / 3 : band_lo[r->cls];
     hi = ref ? ref->ns_per_byte * 3 : band_hi[r->cls];
     r->mismatch = nspb < lo || nspb > hi;
-    snprintf(r->check, sizeof(r->check), "bulk median %.2f ns/B %s %s for %s (%.2f-%.2f ns/B)", nspb,
-             r->mismatch ? "DISAGREES with" : "agrees with", what, impl__name(r->cls), lo,
+    snprintf(r->check, sizeof(r->check), "bulk median %.2f ns/B %s %s for %s (%.2f-%.2f ns/B)",
+             nspb, r->mismatch ? "DISAGREES with" : "agrees with", what, impl__name(r->cls), lo,
              hi > 1e8 ? 999.0 : hi);
 }
 
