@@ -16,12 +16,12 @@ struct tlsm_config {
     bool help;
     bool calibrate;
     enum tlsm_crypto_mode crypto;
-    unsigned verify;  /* every Nth rerouted record decrypted both ways; 0 = off */
-    unsigned stacks;  /* one stack every N events per call site; 0 = off */
-    unsigned cputime; /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
+    unsigned verify; /* every Nth rerouted record decrypted both ways; 0 = off */
+    unsigned stacks; /* one stack every N events per call site; 0 = off */
     const char *backend_lib;
     const char *backend_propq;
     bool test_corrupt; /* tests only: damage verified backend output */
+    unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
 };
 
 extern struct tlsm_config tlsm_cfg;
