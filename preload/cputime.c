@@ -177,6 +177,8 @@ const char *tlsm_cputime_why(void)
 static void thread_fallback(struct tlsm_thread *th, const char *what, int err)
 {
     struct rseq *r = rseq_registered();
+    if (r && process_kind != TLSM_CPU_RSEQ && !rseq_works(r)) /* not tested by decide() */
+        r = NULL;
     if (r)
         th->cpu_rseq = r, th->cpu_kind = TLSM_CPU_RSEQ;
     else
