@@ -31,6 +31,10 @@ fi
 ncpu=$(nproc)
 cpu=$((ncpu - 1))
 taskset -p -c "$cpu" "$TLS_SRV_PID" >/dev/null
+# Under qemu (aarch64) the client is a target program started through qemu: no taskset in
+# front of it (and no contention part: cputime is wall there).
+PIN=(taskset -c "$cpu")
+under_qemu && PIN=()
 
 # header_key TRACE KEY: a string value of the trace header.
 header_key() {
@@ -52,7 +56,7 @@ download() {
     local name=$1 busy=$2 file=$3
     shift 3
     [ "$busy" = 1 ] && busy_start
-    tls_run "$d/$name" "$d/$name.%p.jsonl" taskset -c "$cpu" "$TLSM_PROGS/mtclient" \
+    tls_run "$d/$name" "$d/$name.%p.jsonl" "${PIN[@]}" "$TLSM_PROGS/mtclient" \
         -p "$TLS_PORT" -c "$TLS_CERT" -t 1 -n 1 "$@" "/$file"
     [ "$busy" = 1 ] && busy_stop
     tls_traces "$d/$name.*.jsonl"
@@ -214,7 +218,7 @@ forked() {
     local p ppid cpid m
     busy_start
     TLS_ENV=(OPENSSL_ia32cap="~0x200020200000000:~0x0")
-    tls_run "$d/fork" "$d/fork.%p.jsonl" taskset -c "$cpu" "$TLSM_PROGS/forkclient" \
+    tls_run "$d/fork" "$d/fork.%p.jsonl" "${PIN[@]}" "$TLSM_PROGS/forkclient" \
         "$TLS_PORT" "$TLS_CERT" /fork.bin
     TLS_ENV=()
     busy_stop
