@@ -3,6 +3,7 @@
 #include "blind.h"
 #include "clock.h"
 #include "config.h"
+#include "cputime.h"
 #include "conn.h"
 #include "hook.h"
 #include "json.h"
@@ -58,6 +59,7 @@ static void atfork_child(void)
 {
     locks(false);
     tlsm_thread_atfork_child();
+    tlsm_cpu_atfork_child();
     tlsm_trace_atfork_child();
 }
 
@@ -143,6 +145,7 @@ size_t tlsm_end_line(char *buf, size_t cap)
         snprintf(blind, sizeof(blind), "[]");
     tlsm_json_raw(&j, "blind", blind);
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
+    tlsm_json_int(&j, "preempted", (int64_t)tlsm_cpu_preempted());
     if (tlsm_cfg.stacks)
         tlsm_json_int(&j, "stacks", (int64_t)tlsm_stack_count());
     tlsm_json_raw(&j, "overhead_ns", over);
