@@ -4,6 +4,7 @@
 #ifndef TLSM_BLIND_H
 #define TLSM_BLIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,19 @@ void tlsm_blind_at_exit(void);
  * when the kernel decrypts, writes a blind event (what "ktls") and, once per instance, a
  * notice on stderr. */
 void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn);
+/* blind_calls.c: objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen).
+ * record.c calls tlsm_blind_orphan_record for a record decrypted with no hooked SSL_* call in
+ * flight on its thread (now: a tick after it): a compare unless a scan is due (at most once a
+ * second, only when objects were loaded since the last). Each object found gets one stderr
+ * line and a blind event (what "calls"). */
+void tlsm_blind_orphan_record(uint64_t now);
+void tlsm_blind_calls_at_exit(void);
+/* dlclose hook, before the real dlclose: the object may be the one calling past the hooks. */
+void tlsm_blind_calls_before_dlclose(void);
+/* Its entries for end.blind, each preceded by a comma when comma or after the first. */
+size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma);
+/* `"path":"..."` JSON-escaped into buf; "" when it does not fit. */
+const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap);
 /* The end event's `blind` array (JSON), "[]" when there is none; 0 if it did not fit. */
 size_t tlsm_blind_end_json(char *buf, size_t cap);
 
