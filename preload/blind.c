@@ -379,7 +379,8 @@ static void write_fwd_event(const struct fwd_pair *p)
 void tlsm_blind_at_exit(void)
 {
     char words[256];
-    tlsm_blind_calls_at_exit(); /* writes its own events */
+    tlsm_blind_calls_at_exit(); /* these two write their own events */
+    tlsm_other_at_exit();
     nfound = 0;
     dl_iterate_phdr(scan_cb, NULL);
     for (int i = 0; i < nfound; i++) {
@@ -436,6 +437,8 @@ size_t tlsm_blind_end_json(char *buf, size_t cap)
     }
     if (n < cap)
         n += tlsm_blind_calls_end_json(buf + n, cap - n, n > 1);
+    if (n < cap)
+        n += tlsm_other_end_json(buf + n, cap - n, n > 1);
     if (n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "]");
     return n < cap ? n : 0;

@@ -33,6 +33,12 @@ void tlsm_blind_calls_before_dlclose(void);
 size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma);
 /* `"path":"..."` JSON-escaped into buf; "" when it does not fit. */
 const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap);
+/* otherlib.c: other TLS libraries (GnuTLS, NSS, Mbed TLS, wolfSSL) named at their first
+ * hooked call; OpenSSL forks (BoringSSL, LibreSSL) when tlsm_obj_describe meets one: true
+ * means o is one (and was named), h a handle on it. */
+bool tlsm_other_fork(const struct tlsm_obj *o, void *h);
+void tlsm_other_at_exit(void);
+size_t tlsm_other_end_json(char *buf, size_t cap, bool comma);
 /* The end event's `blind` array (JSON), "[]" when there is none; 0 if it did not fit. */
 size_t tlsm_blind_end_json(char *buf, size_t cap);
 

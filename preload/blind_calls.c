@@ -245,7 +245,9 @@ static void report(void)
                       c->needed_by[0] ? ")" : "", fns,
                       c->deepbind ? "loaded RTLD_DEEPBIND" : "another link-map namespace");
         }
-        if (c->gen != tlsm_trace_generation() && tlsm_trace_ready()) {
+        /* Into a trace that TLS through the hooks opened: not a reason to open one (every
+         * PHP process loads these objects, TLS or not). */
+        if (tlsm_trace_generation() && tlsm_trace_ready() && c->gen != tlsm_trace_generation()) {
             c->gen = tlsm_trace_generation();
             write_event(c);
         }
