@@ -89,9 +89,12 @@ static void describe(enum other_kind k, const struct link_map *lm, const char *p
         find_version(k, h, o->version, sizeof(o->version));
     if (lm)
         tlsm_build_id(lm, o->build_id, sizeof(o->build_id));
+    /* "GnuTLS 3.7.9"; a fork's version text names it already ("LibreSSL 3.8.2") */
+    bool named = !strncmp(o->version, kind_names[k], strlen(kind_names[k]));
     tlsm_warn("%s is %s%s%s, which does TLS in this process: tlsmeter measures OpenSSL 3 only, "
               "its connections, reads and records are not in the trace",
-              o->path, kind_names[k], o->version[0] ? " " : "", o->version);
+              o->path, named ? "" : kind_names[k], o->version[0] && !named ? " " : "",
+              o->version);
     if (tlsm_trace_ready())
         write_event(o, k);
     atomic_store(&o->state, 2);

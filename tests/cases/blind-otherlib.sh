@@ -6,12 +6,15 @@
 # (header, blind what "other_tls", end) that names the library, its version (checked against
 # gnutls_check_version through ctypes) and the calls counted; the analyzer says so and
 # `tlsmeter record` prints it. Specific: curl loads libgnutls.so.30 too (through librtmp) but
-# does its TLS with OpenSSL: no notice, no other_tls entry.
+# does its TLS with OpenSSL: no notice, no other_tls entry. NSS (a program setting up one
+# SSL_ImportFD socket, tests/fixtures/otherlib/nssprobe.c; NSS's libssl3.so is not OpenSSL's
+# libssl.so.3) and a stand-in for BoringSSL under its own soname (fakebssl.c: exports SSL_read,
+# says "BoringSSL") get their notice and entry too; the fork is left alone (lib.left_alone).
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
-"$TLSM_TOP/scripts/install-deps" --extra "wget git" >/dev/null 2>&1
+"$TLSM_TOP/scripts/install-deps" --extra "wget git libnss3-dev pkg-config" >/dev/null 2>&1
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload blind-otherlib
@@ -135,4 +138,48 @@ else
     else
         pass "blind-otherlib curl: libgnutls.so.30 loaded but unused: no notice, no other_tls entry"
     fi
+fi
+
+# fixture NAME: run one fixture program untraced and traced; same output; one notice
+# matching $2; the trace's blind other_tls entry names library $3.
+fixture() {
+    local name=$1 notice=$2 lib=$3 p=$d/$1 n
+    tls_run "$p.plain" "" "$d/$name"
+    tls_run "$p.traced" "$p.t.%p.jsonl" "$d/$name"
+    if ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
+        fail "blind-otherlib $name: $why"
+        return
+    fi
+    n=$(tls_notes "$p.traced.err")
+    if [ "$n" -eq 1 ] && grep -q "^tlsmeter: $notice, which does TLS" "$p.traced.err"; then
+        pass "blind-otherlib $name: output unchanged, one notice: $(grep '^tlsmeter:' "$p.traced.err" | head -c 120)"
+    else
+        fail "blind-otherlib $name: want one notice matching '$notice', got $n: $(head -c 300 "$p.traced.err")"
+    fi
+    tls_traces "$p.t.*.jsonl"
+    tls_check "blind-otherlib $name trace: blind other_tls $lib" "$TLSM_PY" - "${TRACES[@]}" "$lib" <<'EOF2'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+bl = [e for e in ev if e["ev"] == "blind" and e.get("what") == "other_tls"]
+assert len(bl) == 1 and bl[0]["library"] == sys.argv[2], bl
+libs = [e for e in ev if e["ev"] == "lib"]
+assert all(l.get("left_alone") == "other_tls" for l in libs), libs
+assert ev[-1]["ev"] == "end" and any(x["what"] == "other_tls" for x in ev[-1]["blind"])
+print("ok", bl[0]["path"], bl[0]["version"])
+EOF2
+}
+
+fx=$TLSM_TOP/tests/fixtures/otherlib
+read -ra nss_flags <<<"$(pkg-config --cflags --libs nss 2>/dev/null)"
+if ! cc -o "$d/nssprobe" "$fx/nssprobe.c" "${nss_flags[@]}" 2>"$d/nss.cc.err"; then
+    skip "blind-otherlib nssprobe: NSS headers missing (libnss3-dev): $(head -c 120 "$d/nss.cc.err")"
+else
+    nss_version=$("$d/nssprobe" | sed -n 's/^nss \([^ ]*\) .*/\1/p')
+    fixture nssprobe ".*/libssl3\.so is NSS $nss_version" NSS
+fi
+if cc -shared -fPIC -Wl,-soname,libfakebssl.so -o "$d/libfakebssl.so" "$fx/fakebssl.c" &&
+    cc -o "$d/bsslapp" "$fx/bsslapp.c" "$d/libfakebssl.so" -Wl,-rpath,"$d"; then
+    fixture bsslapp ".*/libfakebssl\.so is BoringSSL" BoringSSL
+else
+    fail "blind-otherlib bsslapp: fixture did not build"
 fi
