@@ -29,7 +29,8 @@ void tlsm_blind_orphan_record(uint64_t now);
 void tlsm_blind_calls_at_exit(void);
 /* dlclose hook, before the real dlclose: the object may be the one calling past the hooks. */
 void tlsm_blind_calls_before_dlclose(void);
-/* Its entries for end.blind, each preceded by a comma when comma or after the first. */
+/* Its entries for end.blind, each preceded by a comma when comma or after the first; whole
+ * entries only, two bytes of buf always left for the caller's closing bracket. */
 size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma);
 /* `"path":"..."` JSON-escaped into buf; "" when it does not fit. */
 const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap);

@@ -317,14 +317,19 @@ size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma)
     char fns[512], path[600];
     size_t n = 0;
     int count = atomic_load_explicit(&ncallers, memory_order_acquire);
-    for (int i = 0; i < count && n < cap; i++) {
+    for (int i = 0; i < count && n + 2 < cap; i++) {
         const char *pm = tlsm_blind_path_member(callers[i].path, path, sizeof(path));
         if (!*pm || !fns_json(callers[i].fns, fns, sizeof(fns), ",", true))
             continue;
-        n += (size_t)snprintf(buf + n, cap - n,
-                              "%s{%s,\"what\":\"calls\",\"reasons\":[\"calls_elsewhere\"],"
-                              "\"fns\":[%s]}",
-                              comma || n ? "," : "", pm, fns);
+        size_t e = (size_t)snprintf(buf + n, cap - n,
+                                    "%s{%s,\"what\":\"calls\",\"reasons\":[\"calls_elsewhere\"],"
+                                    "\"fns\":[%s]}",
+                                    comma || n ? "," : "", pm, fns);
+        if (n + e + 2 > cap) { /* whole entries only, room left for the closing bracket */
+            buf[n] = 0;
+            break;
+        }
+        n += e;
     }
-    return n < cap ? n : 0;
+    return n;
 }

@@ -93,8 +93,7 @@ static void describe(enum other_kind k, const struct link_map *lm, const char *p
     bool named = !strncmp(o->version, kind_names[k], strlen(kind_names[k]));
     tlsm_warn("%s is %s%s%s, which does TLS in this process: tlsmeter measures OpenSSL 3 only, "
               "its connections, reads and records are not in the trace",
-              o->path, named ? "" : kind_names[k], o->version[0] && !named ? " " : "",
-              o->version);
+              o->path, named ? "" : kind_names[k], o->version[0] && !named ? " " : "", o->version);
     if (tlsm_trace_ready())
         write_event(o, k);
     atomic_store(&o->state, 2);
@@ -202,7 +201,7 @@ size_t tlsm_other_end_json(char *buf, size_t cap, bool comma)
 {
     char path[600];
     size_t n = 0;
-    for (int k = 0; k < K_N && n < cap; k++) {
+    for (int k = 0; k < K_N && n + 2 < cap; k++) {
         const struct other *o = &others[k];
         const char *pm =
             atomic_load(&o->state) == 2 ? tlsm_blind_path_member(o->path, path, sizeof(path)) : "";
@@ -212,14 +211,18 @@ size_t tlsm_other_end_json(char *buf, size_t cap, bool comma)
         for (int id = 0; id < TLSM_FN_COUNT; id++)
             if (hook_kind(id) == k)
                 calls += tlsm_thread_calls(id);
-        n += (size_t)snprintf(buf + n, cap - n,
-                              "%s{%s,\"what\":\"other_tls\",\"library\":\"%s\",\"reasons\":["
-                              "\"other_library\"]",
-                              comma || n ? "," : "", pm, kind_names[k]);
-        if (k < K_BORINGSSL && n < cap) /* forks are counted under the SSL_* hooks */
-            n += (size_t)snprintf(buf + n, cap - n, ",\"calls\":%llu", (unsigned long long)calls);
-        if (n < cap)
-            n += (size_t)snprintf(buf + n, cap - n, "}");
+        char count[32] = ""; /* forks are counted under the SSL_* hooks */
+        if (k < K_BORINGSSL)
+            snprintf(count, sizeof(count), ",\"calls\":%llu", (unsigned long long)calls);
+        size_t e = (size_t)snprintf(buf + n, cap - n,
+                                    "%s{%s,\"what\":\"other_tls\",\"library\":\"%s\","
+                                    "\"reasons\":[\"other_library\"]%s}",
+                                    comma || n ? "," : "", pm, kind_names[k], count);
+        if (n + e + 2 > cap) { /* whole entries only, room left for the closing bracket */
+            buf[n] = 0;
+            break;
+        }
+        n += e;
     }
-    return n < cap ? n : 0;
+    return n;
 }
