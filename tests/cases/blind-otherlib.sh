@@ -38,6 +38,18 @@ if ! tls_server_start any ""; then
 fi
 url=https://127.0.0.1:$TLS_PORT
 
+# san_hangs CMD...: under SAN builds, does CMD hang with only the sanitizer runtimes preloaded
+# (no tlsmeter)? wget and curl 7.88 do with libasan (a futex wait before any connect): those
+# parts then skip, since the hang is not tlsmeter's doing.
+san_hangs() {
+    local rc
+    [ -n "${TLSM_SAN:-}" ] || return 1
+    timeout -k 1 10 env LD_PRELOAD="${TLSM_PRELOAD%:*}" "$@" >/dev/null 2>&1
+    rc=$?
+    [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]
+}
+SAN_SKIP="hangs with only the sanitizer runtime preloaded (not tlsmeter's doing)"
+
 # check_other NAME PREFIX: one notice naming GnuTLS, one trace with one other_tls entry.
 check_other() {
     local name=$1 p=$2 n
@@ -81,45 +93,65 @@ EOF
 }
 
 # wget: a real download, checked byte for byte.
-p=$d/wget
-cmd=(wget -q --no-check-certificate -O "$p.body" "$url/file.bin")
-tls_run "$p.plain" "" "${cmd[@]}"
-mv "$p.body" "$p.plain.body"
-tls_run "$p.traced" "$p.t.%p.jsonl" "${cmd[@]}"
-mv "$p.body" "$p.traced.body" 2>/dev/null
-if [ "$(cat "$p.plain.rc")" != 0 ]; then
-    fail "blind-otherlib wget: the untraced download failed (rc $(cat "$p.plain.rc")): $(head -c 200 "$p.plain.err")"
-elif ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
-    fail "blind-otherlib wget: $why"
-elif [ "$(tls_sha "$p.traced.body")" != "$(tls_sha "$TLS_WWW/file.bin")" ]; then
-    fail "blind-otherlib wget: wrong body"
-else
-    pass "blind-otherlib wget: output, exit code and download unchanged"
-fi
-check_other wget "$p"
+test_wget() {
+    local p=$d/wget cmd why
+    cmd=(wget -q --no-check-certificate -O "$p.body" "$url/file.bin")
+    tls_run "$p.plain" "" "${cmd[@]}"
+    mv "$p.body" "$p.plain.body"
+    tls_run "$p.traced" "$p.t.%p.jsonl" "${cmd[@]}"
+    mv "$p.body" "$p.traced.body" 2>/dev/null
+    if [ "$(cat "$p.plain.rc")" != 0 ]; then
+        fail "blind-otherlib wget: the untraced download failed (rc $(cat "$p.plain.rc")): $(head -c 200 "$p.plain.err")"
+    elif ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
+        fail "blind-otherlib wget: $why"
+    elif [ "$(tls_sha "$p.traced.body")" != "$(tls_sha "$TLS_WWW/file.bin")" ]; then
+        fail "blind-otherlib wget: wrong body"
+    else
+        pass "blind-otherlib wget: output, exit code and download unchanged"
+    fi
+    check_other wget "$p"
+}
 
 # git ls-remote: git-remote-https (libcurl-gnutls) handshakes, asks for info/refs, and fails
 # on s_server's answer; the failure must be the same with the preload.
-p=$d/git
-cmd=(env HOME="$d" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 git -c http.sslVerify=false
-    ls-remote "$url/repo.git")
-tls_run "$p.plain" "" "${cmd[@]}"
-tls_run "$p.traced" "$p.t.%p.jsonl" "${cmd[@]}"
-if ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
-    fail "blind-otherlib git: $why"
-else
-    pass "blind-otherlib git: exit code $(cat "$p.traced.rc") and output unchanged"
-fi
-check_other git "$p"
+test_git() {
+    local p=$d/git why
+    tls_run "$p.plain" "" "${git_cmd[@]}"
+    tls_run "$p.traced" "$p.t.%p.jsonl" "${git_cmd[@]}"
+    if ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
+        fail "blind-otherlib git: $why"
+    else
+        pass "blind-otherlib git: exit code $(cat "$p.traced.rc") and output unchanged"
+    fi
+    check_other git "$p"
+}
 
-# tlsmeter record names it instead of a generic "no trace".
-p=$d/rec
-"$TLSM_TOP/scripts/tlsmeter" record --lib "${TLSM_PRELOAD##*:}" -o "$p.t.%p.jsonl" -- \
-    wget -q --no-check-certificate -O /dev/null "$url/file.bin" 2>"$p.err"
-if grep -q "^tlsmeter:   blind: .*libgnutls\.so\.30 (GnuTLS $gnutls_version): another TLS library" "$p.err"; then
-    pass "blind-otherlib record: $(grep 'blind:' "$p.err" | head -c 160)"
+# tlsmeter record names it instead of a generic "no trace". Under SAN builds the sanitizer
+# runtimes come first in LD_PRELOAD; record appends the library after them.
+test_record() {
+    local p=$d/rec lib=${TLSM_PRELOAD##*:} san=
+    [ "$lib" != "$TLSM_PRELOAD" ] && san=${TLSM_PRELOAD%:*}
+    LD_PRELOAD=$san "$TLSM_TOP/scripts/tlsmeter" record --lib "$lib" -o "$p.t.%p.jsonl" -- \
+        wget -q --no-check-certificate -O /dev/null "$url/file.bin" 2>"$p.err"
+    if grep -q "^tlsmeter:   blind: .*libgnutls\.so\.30 (GnuTLS $gnutls_version): another TLS library" "$p.err"; then
+        pass "blind-otherlib record: $(grep 'blind:' "$p.err" | head -c 160)"
+    else
+        fail "blind-otherlib record: no blind line for GnuTLS: $(head -c 300 "$p.err")"
+    fi
+}
+
+git_cmd=(env HOME="$d" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 git -c http.sslVerify=false
+    ls-remote "$url/repo.git")
+if san_hangs wget -q --no-check-certificate -O /dev/null "$url/file.bin"; then
+    skip "blind-otherlib wget, record: wget $SAN_SKIP"
 else
-    fail "blind-otherlib record: no blind line for GnuTLS: $(head -c 300 "$p.err")"
+    test_wget
+    test_record
+fi
+if san_hangs "${git_cmd[@]}"; then
+    skip "blind-otherlib git: git ls-remote $SAN_SKIP"
+else
+    test_git
 fi
 
 # curl: GnuTLS loaded (librtmp), never called: nothing about it.
