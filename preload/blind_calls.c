@@ -202,14 +202,17 @@ static const char *scope_words(const struct caller *c)
 
 static void write_event(struct caller *c)
 {
-    char line[TLSM_LINE_MAX], fns[512], list[520], why[1400];
+    char line[TLSM_LINE_MAX], fns[512], list[520], text[1400], esc[1500], why[1510];
     struct tlsm_json j;
     fns_json(c->fns, fns, sizeof(fns), ",", true);
     snprintf(list, sizeof(list), "[%s]", fns);
     fns_json(c->fns, fns, sizeof(fns), ", ", false);
-    snprintf(why, sizeof(why),
-             "[\"its GOT slots for %s point past tlsmeter's hooks, straight into %s (%s)\"]", fns,
+    snprintf(text, sizeof(text),
+             "its GOT slots for %s point past tlsmeter's hooks, straight into %s (%s)", fns,
              c->bound_to, scope_words(c));
+    /* The path inside goes through the JSON escaper: `"path":"..."` minus its key. */
+    const char *pm = tlsm_blind_path_member(text, esc, sizeof(esc));
+    snprintf(why, sizeof(why), "[%s]", *pm ? pm + strlen("\"path\":") : "\"\"");
     tlsm_json_begin(&j, line, sizeof(line), "blind");
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", c->path);
