@@ -108,7 +108,7 @@ static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
         uint64_t c = tlsm_thread_calls(i);
         n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":%llu", i ? "," : "", tlsm_hooks[i].name,
                               (unsigned long long)c);
-        if (!c && tlsm_hooks[i].family != 'D')
+        if (!c && tlsm_hooks[i].family != 'D' && tlsm_hooks[i].family != 'F')
             u += (size_t)snprintf(unfired + u, ucap - u, "%s\"%s\"", u > 1 ? "," : "",
                                   tlsm_hooks[i].name);
     }

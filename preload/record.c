@@ -1,6 +1,7 @@
 /* record.c: per-context state machine that turns EVP calls into rec events. */
 #include "record.h"
 #include "backend.h"
+#include "blind.h"
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
@@ -181,6 +182,8 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
         st->conn = conn;
     st->in_rec = false;
     th->rec_open = false;
+    if (!th->ssl_depth) /* its read bypassed the SSL_* hooks? (blind_calls.c) */
+        tlsm_blind_orphan_record(tlsm_now());
     tlsm_conn_add_record(sp.cpu_ns, sp.preempt > 0);
     tlsm_reroute_end(st);
     if (!tlsm_cfg.records || !tlsm_trace_ready())
