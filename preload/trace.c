@@ -425,14 +425,20 @@ static void open_trace(void)
     tlsm_json_begin(&j, line, sizeof(line), "header");
     header_fields(&j);
     size_t n = tlsm_json_end(&j, line);
-    atomic_store(&state, ST_OPEN);
+    /* Open only once the header is in: no other thread's chunk may take offset 0. */
     if (!n || !put_header(line, n)) {
         char why[PATH_MAX + 96];
         snprintf(why, sizeof(why), "cannot write the trace header to %s: %s", path,
                  strerror(errno));
+        struct stat now;
+        /* A disk full from the start leaves no empty file behind, only the warning. */
+        if (S_ISREG(st.st_mode) && lstat(path, &now) == 0 && now.st_dev == fd_dev &&
+            now.st_ino == fd_ino)
+            unlink(path);
         tlsm_trace_quiet(why);
         return;
     }
+    atomic_store(&state, ST_OPEN);
     replay_early_warnings();
     /* Instances met before this file existed (before the constructor allowed tracing, or
      * in the parent of a forked child) still get their lib line in this file. */
