@@ -15,6 +15,7 @@
 #include "log.h"
 #include "obj.h"
 #include "thread.h"
+#include "trace_file.h"
 #include "tracemap.h"
 
 #include <errno.h>
@@ -94,70 +95,19 @@ void tlsm_trace_quiet(const char *why)
     tlsm_warn("%s; tracing off, the program continues untraced", why);
 }
 
-/* Expand %p, %t, %%; a forked child without %p in the template gets ".PID" appended. */
 static void expand_path(char *out, size_t cap, bool child)
 {
-    const char *t = tlsm_cfg.out;
-    size_t n = 0;
-    bool had_pid = false;
-    for (; *t && n + 24 < cap; t++) {
-        if (t[0] != '%' || !t[1]) {
-            out[n++] = *t;
-            continue;
-        }
-        t++;
-        if (*t == 'p')
-            n += (size_t)snprintf(out + n, cap - n, "%d", (int)getpid()), had_pid = true;
-        else if (*t == 't')
-            n += (size_t)snprintf(out + n, cap - n, "%llu",
-                                  (unsigned long long)(unix_t0 / 1000000000u));
-        else
-            out[n++] = *t;
-    }
-    out[n] = 0;
-    if (child && !had_pid)
-        snprintf(out + n, cap - n, ".%d", (int)getpid());
-}
-
-/* O_EXCL|O_NOFOLLOW: never write through a planted symlink or into someone's file;
- * on a name clash try NAME.1 .. NAME.9. */
-/* A FIFO or device the user named. Checked again on the open descriptor (the path may
- * have been swapped): it must still be one, owned by us or by root, so another user's
- * planted FIFO never receives the trace. */
-static int open_special(const char *p)
-{
-    struct stat st;
-    int f = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
-    if (f < 0)
-        return -1;
-    if (fstat(f, &st) || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) ||
-        (st.st_uid != geteuid() && st.st_uid != 0)) {
-        close(f);
-        errno = EPERM;
-        return -1;
-    }
-    fd_is_pipe = S_ISFIFO(st.st_mode);
-    return f;
+    tlsm_trace_path(out, cap, child, unix_t0);
 }
 
 static int create_file(char *p, size_t cap)
 {
-    size_t base = strlen(p);
-    int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK;
-    for (int i = 0; i < 10; i++) {
-        if (i)
-            snprintf(p + base, cap - base, ".%d", i);
-        int f = open(p, flags, 0600);
-        if (f >= 0 || errno != EEXIST)
-            return f;
-        /* An existing device or FIFO (/dev/full, a named pipe) is what the user asked to
-         * write to: open it as is. Regular files and symlinks are never written through. */
-        struct stat st;
-        if (!i && lstat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
-            return open_special(p);
-    }
-    p[base] = 0;
-    return -1;
+    return tlsm_trace_create(p, cap, &fd_is_pipe);
+}
+
+static bool write_all(const char *p, size_t n)
+{
+    return tlsm_trace_write(fd, fd_is_pipe, p, n);
 }
 
 static void header_fields(struct tlsm_json *j)
@@ -211,47 +161,6 @@ static void header_fields(struct tlsm_json *j)
     tlsm_json_raw(j, "config", cfg);
 }
 
-/* Writing into a FIFO whose reader went away raises SIGPIPE, which kills most programs:
- * block it on this thread for the write, and swallow the one we caused. */
-static bool write_pipe(const char *p, size_t n);
-
-static bool write_all(const char *p, size_t n)
-{
-    if (fd_is_pipe)
-        return write_pipe(p, n);
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool write_pipe(const char *p, size_t n)
-{
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    sigpending(&pending);
-    bool was_pending = sigismember(&pending, SIGPIPE);
-    fd_is_pipe = false;
-    bool ok = write_all(p, n);
-    int e = errno;
-    fd_is_pipe = true;
-    if (!ok && e == EPIPE && !was_pending) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = e;
-    return ok;
-}
-
 static void lock_buf(struct tlsm_tbuf *b)
 {
     /* Contended only while exit or fork flushes this buffer; bounded by that one write. */
@@ -289,15 +198,9 @@ static struct tlsm_tbuf *self_buf(void)
 
 /* One line straight to the file, bypassing the thread buffers (no lock: warnings may come
  * from inside the writer): at the mapped file's cursor, or one O_APPEND write(2). */
-static bool put_direct(int f, bool in_map, const char *line, size_t n)
+static bool put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n)
 {
-    if (in_map)
-        return tlsm_tmap_append(f, line, n);
-    int saved = fd;
-    fd = f;
-    bool ok = write_all(line, n);
-    fd = saved;
-    return ok;
+    return in_map ? tlsm_tmap_append(f, line, n) : tlsm_trace_write(f, is_pipe, line, n);
 }
 
 #define MAX_EARLY_WARN 4
@@ -330,7 +233,7 @@ void tlsm_trace_warn(const char *msg)
     if (s != ST_OPEN || getpid() != trace_pid)
         return;
     size_t n = warn_line(line, sizeof(line), msg, false);
-    if (n && put_direct(fd, mapped, line, n))
+    if (n && put_direct(fd, mapped, fd_is_pipe, line, n))
         atomic_fetch_add(&warnings, 1);
 }
 
@@ -819,6 +722,7 @@ static void forget_parent_bufs(void)
 static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
 {
     char why[PATH_MAX + 96], line[PATH_MAX + 256];
+    bool parent_pipe = fd_is_pipe;
     expand_path(path, sizeof(path), true);
     fd_is_pipe = false;
     fd = create_file(path, sizeof(path));
@@ -834,7 +738,7 @@ static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
     if (parent_open) {
         size_t n = warn_line(line, sizeof(line), why, true);
         if (n)
-            put_direct(parent_fd, parent_mapped, line, n);
+            put_direct(parent_fd, parent_mapped, parent_pipe, line, n);
     }
     atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
     tlsm_trace_quiet(why);

@@ -18,7 +18,7 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL: faults come later */
 #endif
 
-#define CHUNK_MIN (64 * 1024)
+#define CHUNK_MIN (256 * 1024)
 
 /* In a MAP_SHARED anonymous page: a forked child sees the same cursor, so a child that
  * cannot create its own trace can still put its warning into ours without overwriting. */

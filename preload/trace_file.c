@@ -1,0 +1,120 @@
+/* trace_file.c: where the trace goes (the TLSMETER_OUT template), creating it without ever
+ * writing through someone else's file, and write(2) of whole lines for the FIFOs, devices
+ * and filesystems the mapped writer (tracemap.c) cannot use. */
+#include "trace_file.h"
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Expand %p, %t, %%; a forked child without %p in the template gets ".PID" appended. */
+void tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
+{
+    const char *t = tlsm_cfg.out;
+    size_t n = 0;
+    bool had_pid = false;
+    for (; *t && n + 24 < cap; t++) {
+        if (t[0] != '%' || !t[1]) {
+            out[n++] = *t;
+            continue;
+        }
+        t++;
+        if (*t == 'p')
+            n += (size_t)snprintf(out + n, cap - n, "%d", (int)getpid()), had_pid = true;
+        else if (*t == 't')
+            n += (size_t)snprintf(out + n, cap - n, "%llu",
+                                  (unsigned long long)(unix_t0 / 1000000000u));
+        else
+            out[n++] = *t;
+    }
+    out[n] = 0;
+    if (child && !had_pid)
+        snprintf(out + n, cap - n, ".%d", (int)getpid());
+}
+
+/* O_EXCL|O_NOFOLLOW: never write through a planted symlink or into someone's file;
+ * on a name clash try NAME.1 .. NAME.9. */
+/* A FIFO or device the user named. Checked again on the open descriptor (the path may
+ * have been swapped): it must still be one, owned by us or by root, so another user's
+ * planted FIFO never receives the trace. */
+static int open_special(const char *p, bool *is_pipe)
+{
+    struct stat st;
+    int f = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
+    if (f < 0)
+        return -1;
+    if (fstat(f, &st) || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) ||
+        (st.st_uid != geteuid() && st.st_uid != 0)) {
+        close(f);
+        errno = EPERM;
+        return -1;
+    }
+    *is_pipe = S_ISFIFO(st.st_mode);
+    return f;
+}
+
+int tlsm_trace_create(char *p, size_t cap, bool *is_pipe)
+{
+    *is_pipe = false;
+    size_t base = strlen(p);
+    int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK;
+    for (int i = 0; i < 10; i++) {
+        if (i)
+            snprintf(p + base, cap - base, ".%d", i);
+        int f = open(p, flags, 0600);
+        if (f >= 0 || errno != EEXIST)
+            return f;
+        /* An existing device or FIFO (/dev/full, a named pipe) is what the user asked to
+         * write to: open it as is. Regular files and symlinks are never written through. */
+        struct stat st;
+        if (!i && lstat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
+            return open_special(p, is_pipe);
+    }
+    p[base] = 0;
+    return -1;
+}
+
+/* Writing into a FIFO whose reader went away raises SIGPIPE, which kills most programs:
+ * block it on this thread for the write, and swallow the one we caused. */
+static bool write_pipe(int fd, const char *p, size_t n);
+
+bool tlsm_trace_write(int fd, bool is_pipe, const char *p, size_t n)
+{
+    if (is_pipe)
+        return write_pipe(fd, p, n);
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+static bool write_pipe(int fd, const char *p, size_t n)
+{
+    sigset_t pipe_set, old, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigpending(&pending);
+    bool was_pending = sigismember(&pending, SIGPIPE);
+    bool ok = tlsm_trace_write(fd, false, p, n);
+    int e = errno;
+    if (!ok && e == EPIPE && !was_pending) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return ok;
+}
