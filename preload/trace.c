@@ -597,8 +597,8 @@ static void write_end(char *line, size_t cap, bool all_stopped)
 static bool drop_reserved(void)
 {
     struct stat st;
-    if (atomic_load(&state) != ST_RESERVED)
-        return false;
+    if (atomic_load(&state) != ST_RESERVED || getpid() != trace_pid)
+        return false; /* a vfork child shares our memory, not our file */
     if (lstat(path, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino && !unlink(path)) {
         atomic_store(&state, ST_FINISHED);
         return true;
@@ -614,8 +614,12 @@ void tlsm_trace_finish(void)
     pthread_mutex_lock(&open_lock);
     drop_reserved();
     if (atomic_load(&state) == ST_OPEN && getpid() == trace_pid) {
-        atomic_store(&state, ST_FINISHED);
+        /* Mapped: no chunk may be taken once the squeeze starts. write(2): the buffers are
+         * written out first (flush_buf writes only while open). */
+        if (mapped)
+            atomic_store(&state, ST_FINISHED);
         flush_all(true);
+        atomic_store(&state, ST_FINISHED);
         char line[TLSM_LINE_MAX * 2];
         write_end(line, sizeof(line), true);
     }
@@ -666,12 +670,18 @@ void tlsm_trace_final(const char *exec_what)
         pthread_mutex_unlock(&open_lock);
         return;
     }
+    /* No new chunk while the file is squeezed and cut: a thread mapping one beyond the cut
+     * would fault. Lines of other threads meanwhile are dropped (and counted). */
+    if (mapped)
+        atomic_store(&state, ST_FINISHED);
     bool all = stop_writers();
     char line[TLSM_LINE_MAX * 2];
     tlsm_exec_path = exec_what;
-    if (atomic_load(&state) == ST_OPEN)
+    if (atomic_load(&state) != ST_OFF) /* a write(2) flush may have failed */
         write_end(line, sizeof(line), all);
     tlsm_exec_path = NULL;
+    int finished = ST_FINISHED; /* the exec may fail: tracing goes on (unless it went quiet) */
+    atomic_compare_exchange_strong(&state, &finished, ST_OPEN);
     pthread_mutex_unlock(&open_lock);
 }
 
@@ -729,6 +739,7 @@ static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0) {
         fd_dev = st.st_dev, fd_ino = st.st_ino;
+        trace_pid = getpid();
         atomic_store(&state, ST_RESERVED);
         return;
     }

@@ -31,6 +31,7 @@ fi
 cat >"$d/client.py" <<'PY'
 import os, socket, ssl, sys, time
 port, cert, path, count, delay = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5])
+linger = float(sys.argv[6]) if len(sys.argv) > 6 else 30
 ctx = ssl.create_default_context(cafile=cert)
 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
 s.sendall(b"GET /%s HTTP/1.0\r\n\r\n" % path.encode())
@@ -45,7 +46,7 @@ while True:
     if delay:
         time.sleep(delay)
 os.pwrite(fd, b"%20d done\n" % total, 0)
-time.sleep(30)
+time.sleep(linger)
 PY
 
 # What a trace holds, read the way the format says: NUL runs skipped, a piece before a run
@@ -142,3 +143,26 @@ sys.exit(0 if find(json.load(open(sys.argv[1]))) == int(sys.argv[2]) else 1)' "$
 run_kill term big.bin 0.002 TERM $((2 * 1024 * 1024))
 run_kill kill big.bin 0.002 KILL $((2 * 1024 * 1024))
 run_kill short small.bin 0 KILL 0
+
+# (d) write(2) mode (a FIFO cannot be mapped): a normal exit still writes every buffered line
+# and the end line; the header says io "write".
+mkfifo "$d/fifo"
+cat "$d/fifo" >"$d/fifo.jsonl" &
+cat_pid=$!
+TLS_PIDS+=("$cat_pid")
+timeout -k 5 60 env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$d/fifo" \
+    "$TLSM_PY" "$d/client.py" "$TLS_PORT" "$TLS_CERT" small.bin "$d/fifo.count" 0 0 \
+    >"$d/fifo.out" 2>"$d/fifo.err"
+# cat ends at EOF; a writer opened and closed here ends it even if the client never opened
+# the FIFO (bounded: the open blocks only if cat is gone already).
+timeout 2 sh -c ': >"$1"' sh "$d/fifo" 2>/dev/null
+wait "$cat_pid" 2>/dev/null
+check "trace-death fifo: write(2) mode keeps every line at exit" "$TLSM_PY" - "$d/fifo.jsonl" \
+    "$(awk '{print $1 + 0; exit}' "$d/fifo.count" 2>/dev/null)" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert ev[0]["ev"] == "header" and ev[0]["io"] == "write", ev[0].get("io")
+assert ev[-1]["ev"] == "end" and ev[-1]["events"] == len(ev) - 1, "end line"
+got = sum(e["got"] for e in ev if e["ev"] == "read" and e["got"] > 0)
+assert got == int(sys.argv[2]) > 0, (got, sys.argv[2])
+PY
