@@ -64,10 +64,12 @@ static ino_t fd_ino;       /* descriptor may reuse ours for a file of its own */
 static pid_t trace_pid;    /* the process that opened the file (vfork children are not it) */
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 static _Atomic bool allowed;
-static bool mapped;               /* lines go into mapped chunks of the file */
-static int map_errno;             /* a chunk could not be had: lines are dropped */
-static char io_note[160];         /* why the file is written with write(2), or "" */
-static _Atomic uint64_t warnings; /* warn lines in this file */
+static bool mapped;                   /* lines go into mapped chunks of the file */
+static int map_errno;                 /* a chunk could not be had: lines are dropped */
+static char io_note[160];             /* why the file is written with write(2), or "" */
+static _Atomic uint64_t warnings;     /* warn lines in this file */
+static _Atomic uint64_t direct_lines; /* lines written past the thread buffers */
+static __thread bool in_writer;       /* this thread holds its buffer in the slow path */
 
 void tlsm_trace_allow(void)
 {
@@ -233,8 +235,17 @@ void tlsm_trace_warn(const char *msg)
     if (s != ST_OPEN || getpid() != trace_pid)
         return;
     size_t n = warn_line(line, sizeof(line), msg, false);
-    if (n && put_direct(fd, mapped, fd_is_pipe, line, n))
+    if (!n)
+        return;
+    /* In the thread's chunk (no zeroed space left behind) when it has one: no allocation,
+     * no list lock, whatever lock the warning's caller holds. */
+    if (!in_writer && tlsm_th.buf) {
+        tlsm_trace_line(line, n);
         atomic_fetch_add(&warnings, 1);
+    } else if (put_direct(fd, mapped, fd_is_pipe, line, n)) {
+        atomic_fetch_add(&direct_lines, 1);
+        atomic_fetch_add(&warnings, 1);
+    }
 }
 
 uint64_t tlsm_trace_warnings(void)
@@ -444,7 +455,18 @@ static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
     b->pending++;
 }
 
+static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len);
+
+/* A warning from in here (the file cannot grow) goes straight to the file: this thread
+ * holds its own buffer. */
 static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
+{
+    in_writer = true;
+    line_slow_locked(b, line, len);
+    in_writer = false;
+}
+
+static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     if (atomic_load(&state) != ST_OPEN) {
         b->dropped++;
@@ -560,7 +582,7 @@ void tlsm_trace_counts(uint64_t *events, uint64_t *dropped)
         *dropped += b->dropped;
     }
     pthread_mutex_unlock(&bufs_lock);
-    *events += atomic_load(&warnings);
+    *events += atomic_load(&direct_lines);
 }
 
 const char *tlsm_trace_quiet_reason(void)
@@ -724,6 +746,7 @@ static void forget_parent_bufs(void)
     atomic_store(&retired_written, 0);
     atomic_store(&retired_dropped, 0);
     atomic_store(&warnings, 0);
+    atomic_store(&direct_lines, 0);
     atomic_store(&nearly_warn, 0);
 }
 

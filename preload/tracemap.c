@@ -116,10 +116,14 @@ char *tlsm_tmap_chunk(int fd, uint64_t *off)
         tlsm_tmap_gap(at);
         return errno = e, NULL;
     }
-    /* Take the page faults now, in this one call, not one per 4 KiB inside the copies. */
-    e = errno;
-    madvise(p, chunk, MADV_POPULATE_WRITE);
-    errno = e;
+    /* Take the write faults now, in this one call, not one per 4 KiB inside the copies;
+     * EFAULT means a store would have raised SIGBUS (the filesystem found no space after
+     * all, as copy-on-write ones may): give the chunk up. EINVAL: before Linux 5.14. */
+    if (madvise(p, chunk, MADV_POPULATE_WRITE) && errno == EFAULT) {
+        munmap(p, chunk);
+        tlsm_tmap_gap(at);
+        return errno = ENOSPC, NULL;
+    }
     *off = at;
     return p;
 }
