@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -19,6 +20,9 @@
 #endif
 
 #define CHUNK_MIN (256 * 1024)
+/* Blocks kept allocated past the cursor, so the end line (and a warning) still fit when the
+ * disk is full: each chunk allocates this much beyond its end. */
+#define END_RESERVE (16 * 1024)
 
 /* In a MAP_SHARED anonymous page: a forked child sees the same cursor, so a child that
  * cannot create its own trace can still put its warning into ours without overwriting. */
@@ -50,7 +54,7 @@ bool tlsm_tmap_start(int fd)
     size_t c = tlsm_tmap_chunk_size();
     /* The probe reserves what will be the first chunk: EOPNOTSUPP (some network and FUSE
      * filesystems), ENOSPC and the rest all mean write(2) mode. */
-    if (fallocate(fd, 0, 0, (off_t)c))
+    if (fallocate(fd, 0, 0, (off_t)(c + END_RESERVE)))
         return false;
     struct shared *s = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     int fl = fcntl(fd, F_GETFL);
@@ -90,6 +94,15 @@ static uint64_t reserve(uint64_t size, bool aligned)
     return at;
 }
 
+/* A chunk that could not be had: the cursor goes back when no one reserved after it (so
+ * the end reserve before it is next), else the range stays a gap. */
+static void give_back(uint64_t at)
+{
+    uint64_t end = at + chunk;
+    if (!atomic_compare_exchange_strong(&sh->next, &end, at))
+        tlsm_tmap_gap(at);
+}
+
 /* fallocate beyond RLIMIT_FSIZE raises SIGXFSZ (core dump by default): ask first. */
 static bool fits_fsize(uint64_t end)
 {
@@ -101,19 +114,19 @@ char *tlsm_tmap_chunk(int fd, uint64_t *off)
 {
     if (!sh)
         return errno = EBADF, NULL;
-    if (!fits_fsize(atomic_load(&sh->next) + 2 * chunk))
+    if (!fits_fsize(atomic_load(&sh->next) + 2 * chunk + END_RESERVE))
         return errno = EFBIG, NULL;
     uint64_t at = reserve(chunk, true);
     int e;
-    if (fallocate(fd, 0, (off_t)at, (off_t)chunk)) {
+    if (fallocate(fd, 0, (off_t)at, (off_t)(chunk + END_RESERVE))) {
         e = errno;
-        tlsm_tmap_gap(at);
+        give_back(at);
         return errno = e, NULL;
     }
     char *p = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)at);
     if (p == MAP_FAILED) {
         e = errno;
-        tlsm_tmap_gap(at);
+        give_back(at);
         return errno = e, NULL;
     }
     /* Take the write faults now, in this one call, not one per 4 KiB inside the copies;
@@ -121,7 +134,7 @@ char *tlsm_tmap_chunk(int fd, uint64_t *off)
      * all, as copy-on-write ones may): give the chunk up. EINVAL: before Linux 5.14. */
     if (madvise(p, chunk, MADV_POPULATE_WRITE) && errno == EFAULT) {
         munmap(p, chunk);
-        tlsm_tmap_gap(at);
+        give_back(at);
         return errno = ENOSPC, NULL;
     }
     *off = at;
@@ -168,6 +181,9 @@ bool tlsm_tmap_finish(int fd, const char *end, size_t n)
 {
     static char buf[64 * 1024];
     uint64_t top = atomic_load(&sh->next), from = atomic_load(&sh->first_gap);
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < top)
+        top = (uint64_t)st.st_size; /* a reservation that failed past the end */
     uint64_t r = from < top ? from : top, w = r;
     while (r < top) {
         size_t want = top - r < sizeof(buf) ? (size_t)(top - r) : sizeof(buf);
