@@ -226,19 +226,36 @@ static void invisible_crypto(struct summary *s)
             (unsigned long long)s->lines_skipped, s->lines_skipped == 1 ? " was" : "s were");
 }
 
-/* getrusage on a VM is often tick-based, and crypto_ns is wall time inside the calls
- * (preemption included): when they disagree, say so rather than print 116 % of CPU. */
+/* getrusage on a VM is often tick-based, and crypto_ns is wall time where the trace cannot
+ * give on-CPU time: when crypto exceeds the process CPU (or wall time x threads), the shares
+ * are clamped at 100 % (summary.c) and this says so, with the bound. */
 static void cpu_undercount(struct summary *s)
 {
-    struct fmtbuf a, b;
+    struct fmtbuf a, b, c;
+    struct verdict *v;
 
-    if (s->cpu_ns < 0 || s->m->st.crypto_ns <= (uint64_t)s->cpu_ns)
-        return;
-    summary__verdict(s, "cpu-undercount", "blind",
-                     "crypto time (%s) exceeds the process CPU time the trace reports (%s): the "
-                     "CPU figure is coarse (tick-based accounting) or the decrypting thread was "
-                     "preempted inside the calls; treat the CPU shares as rough",
-                     fmt_ns(&a, (double)s->m->st.crypto_ns), fmt_ns(&b, (double)s->cpu_ns));
+    if (s->cpu_short_ns > 0) {
+        v = summary__verdict(s, "cpu-undercount", "blind",
+                             "crypto >= 100 %% of the CPU the kernel accounted: process CPU "
+                             "undercounted by at least %s (crypto %s, process CPU %s; crypto "
+                             "time is %s): the CPU share is shown as 100 %%, treat it as a bound",
+                             fmt_ns(&a, (double)s->cpu_short_ns), fmt_ns(&b, (double)s->crypto_ns),
+                             fmt_ns(&c, (double)s->cpu_ns), s->cputime_text);
+        verdict__evidence(v, "undercount_ns", (double)s->cpu_short_ns);
+        verdict__evidence(v, "crypto_ns", (double)s->crypto_ns);
+        verdict__evidence(v, "cpu_ns", (double)s->cpu_ns);
+    }
+    if (s->wall_short_ns > 0) {
+        v = summary__verdict(s, "cpu-undercount", "blind",
+                             "crypto time (%s) exceeds wall time x %llu decrypting thread%s (%s) "
+                             "by %s: the record times are off (crypto time is %s); the wall "
+                             "share is shown as 100 %%",
+                             fmt_ns(&a, (double)s->crypto_ns), (unsigned long long)s->nthreads_dec,
+                             s->nthreads_dec == 1 ? "" : "s",
+                             fmt_ns(&b, (double)s->wall_threads_ns),
+                             fmt_ns(&c, (double)s->wall_short_ns), s->cputime_text);
+        verdict__evidence(v, "over_wall_ns", (double)s->wall_short_ns);
+    }
 }
 
 void verdicts_blind(struct summary *s)
