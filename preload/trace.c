@@ -97,13 +97,17 @@ void tlsm_trace_quiet(const char *why)
     tlsm_warn("%s; tracing off, the program continues untraced", why);
 }
 
+static bool path_fits;
+
 static void expand_path(char *out, size_t cap, bool child)
 {
-    tlsm_trace_path(out, cap, child, unix_t0);
+    path_fits = tlsm_trace_path(out, cap, child, unix_t0);
 }
 
 static int create_file(char *p, size_t cap)
 {
+    if (!path_fits)
+        return errno = ENAMETOOLONG, -1; /* the template, cut: never a file of another name */
     return tlsm_trace_create(p, cap, &fd_is_pipe);
 }
 

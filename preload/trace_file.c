@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 /* Expand %p, %t, %%; a forked child without %p in the template gets ".PID" appended. */
-void tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
+bool tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
 {
     const char *t = tlsm_cfg.out;
     size_t n = 0;
@@ -36,6 +36,7 @@ void tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
     out[n] = 0;
     if (child && !had_pid)
         snprintf(out + n, cap - n, ".%d", (int)getpid());
+    return !*t; /* false: the template did not fit (never cut silently) */
 }
 
 /* O_EXCL|O_NOFOLLOW: never write through a planted symlink or into someone's file;
@@ -43,10 +44,10 @@ void tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
 /* A FIFO or device the user named. Checked again on the open descriptor (the path may
  * have been swapped): it must still be one, owned by us or by root, so another user's
  * planted FIFO never receives the trace. */
-static int open_special(const char *p, bool *is_pipe)
+static int open_special(const char *p, bool follow, bool *is_pipe)
 {
     struct stat st;
-    int f = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
+    int f = open(p, O_WRONLY | (follow ? 0 : O_NOFOLLOW) | O_CLOEXEC | O_APPEND | O_NONBLOCK);
     if (f < 0)
         return -1;
     if (fstat(f, &st) || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) ||
@@ -59,10 +60,40 @@ static int open_special(const char *p, bool *is_pipe)
     return f;
 }
 
+/* The exact name exists: a FIFO or device (also through a symlink, like /dev/stdout when it
+ * is a pipe or terminal) is what the user asked to write to. -1 with errno EEXIST: try
+ * NAME.1 (a planted FIFO of someone else's, a dangling symlink); EPERM: give up (a symlink
+ * to a file: never written through, and no NAME.1 beside what the user named). */
+static int existing(const char *p, bool *is_pipe)
+{
+    struct stat l, st;
+    if (lstat(p, &l))
+        return errno = EEXIST, -1;
+    if (S_ISCHR(l.st_mode) || S_ISFIFO(l.st_mode)) {
+        int f = open_special(p, false, is_pipe);
+        return f >= 0 ? f : (errno = EEXIST, -1);
+    }
+    if (!S_ISLNK(l.st_mode) || stat(p, &st))
+        return errno = EEXIST, -1;
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+        return open_special(p, true, is_pipe);
+    return errno = EPERM, -1;
+}
+
 int tlsm_trace_create(char *p, size_t cap, bool *is_pipe)
 {
     *is_pipe = false;
+    struct stat st;
+    /* A directory means a file per process inside it. */
+    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t n = strlen(p);
+        if ((size_t)snprintf(p + n, cap - n, "%stlsmeter.%d.jsonl", n && p[n - 1] == '/' ? "" : "/",
+                             (int)getpid()) >= cap - n)
+            return errno = ENAMETOOLONG, -1;
+    }
     size_t base = strlen(p);
+    if (base + 3 >= cap)
+        return errno = ENAMETOOLONG, -1;
     int flags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK;
     for (int i = 0; i < 10; i++) {
         if (i)
@@ -70,16 +101,12 @@ int tlsm_trace_create(char *p, size_t cap, bool *is_pipe)
         int f = open(p, flags, 0600);
         if (f >= 0 || errno != EEXIST)
             return f;
-        /* An existing device or FIFO (/dev/full, a named pipe) is what the user asked to
-         * write to: open it as is. Regular files and symlinks are never written through. */
-        struct stat st;
-        if (!i && lstat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
-            return open_special(p, is_pipe);
+        if (!i && ((f = existing(p, is_pipe)) >= 0 || errno != EEXIST))
+            return f;
     }
     p[base] = 0;
-    return -1;
+    return errno = EEXIST, -1;
 }
-
 /* Writing into a FIFO whose reader went away raises SIGPIPE, which kills most programs:
  * block it on this thread for the write, and swallow the one we caused. */
 static bool write_pipe(int fd, const char *p, size_t n);

@@ -7,10 +7,11 @@
 #include <stdint.h>
 
 /* Expand TLSMETER_OUT: %p, %t (unix_t0 in seconds), %%; a forked child without %p in the
- * template gets ".PID" appended. */
-void tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0);
+ * template gets ".PID" appended. False when it does not fit in cap. */
+bool tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0);
 /* Create p 0600 (O_EXCL|O_NOFOLLOW, O_RDWR for the mapping), trying p.1 .. p.9 on a clash,
- * or open the FIFO/device it names; p gets the name used. -1 with errno on failure. */
+ * or open the FIFO/device it names; p a directory: p/tlsmeter.PID.jsonl. p gets the name
+ * used. -1 with errno on failure. */
 int tlsm_trace_create(char *p, size_t cap, bool *is_pipe);
 /* All of p[0..n) with write(2); for a FIFO, SIGPIPE blocked on this thread for the write. */
 bool tlsm_trace_write(int fd, bool is_pipe, const char *p, size_t n);
