@@ -104,11 +104,25 @@ static void expand_path(char *out, size_t cap, bool child)
     path_fits = tlsm_trace_path(out, cap, child, unix_t0);
 }
 
+static char fd_why[160];
+
 static int create_file(char *p, size_t cap)
 {
+    fd_why[0] = 0;
     if (!path_fits)
         return errno = ENAMETOOLONG, -1; /* the template, cut: never a file of another name */
+    if (!tlsm_trace_fd_room(fd_why, sizeof(fd_why)))
+        return errno = EMFILE, -1;
     return tlsm_trace_create(p, cap, &fd_is_pipe);
+}
+
+/* Why a trace could not be created, for the warning. */
+static void create_failed(char *why, size_t cap)
+{
+    if (fd_why[0])
+        snprintf(why, cap, "no trace %.3800s: %s", path, fd_why);
+    else
+        snprintf(why, cap, "cannot create trace %s: %s", path, strerror(errno));
 }
 
 static bool write_all(const char *p, size_t n)
@@ -327,7 +341,7 @@ static void open_trace(void)
     }
     if (fd < 0) {
         char why[PATH_MAX + 96];
-        snprintf(why, sizeof(why), "cannot create trace %s: %s", path, strerror(errno));
+        create_failed(why, sizeof(why));
         atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
         tlsm_trace_quiet(why);
         return;
@@ -770,7 +784,7 @@ static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
         atomic_store(&state, ST_RESERVED);
         return;
     }
-    snprintf(why, sizeof(why), "cannot create trace %s: %s", path, strerror(errno));
+    create_failed(why, sizeof(why));
     if (fd >= 0)
         close(fd), fd = -1;
     if (parent_open) {

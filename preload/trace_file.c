@@ -4,11 +4,13 @@
 #include "trace_file.h"
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +109,34 @@ int tlsm_trace_create(char *p, size_t cap, bool *is_pipe)
     p[base] = 0;
     return errno = EEXIST, -1;
 }
+bool tlsm_trace_fd_room(char *why, size_t cap)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
+        return true;
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir && (errno == EMFILE || errno == ENFILE)) {
+        snprintf(why, cap, "no descriptor is free (RLIMIT_NOFILE %llu)",
+                 (unsigned long long)rl.rlim_cur);
+        return false;
+    }
+    if (!dir)
+        return true; /* no /proc: nothing to count with */
+    uint64_t open_fds = 0;
+    for (struct dirent *e; (e = readdir(dir));)
+        open_fds += e->d_name[0] != '.';
+    closedir(dir);
+    open_fds = open_fds ? open_fds - 1 : 0; /* the directory's own descriptor */
+    if (open_fds + 1 + TLSM_FD_RESERVE <= rl.rlim_cur)
+        return true;
+    snprintf(why, cap,
+             "only %llu of %llu descriptors (RLIMIT_NOFILE) are free: the trace would take "
+             "one the program may need",
+             (unsigned long long)(rl.rlim_cur > open_fds ? rl.rlim_cur - open_fds : 0),
+             (unsigned long long)rl.rlim_cur);
+    return false;
+}
+
 /* Writing into a FIFO whose reader went away raises SIGPIPE, which kills most programs:
  * block it on this thread for the write, and swallow the one we caused. */
 static bool write_pipe(int fd, const char *p, size_t n);

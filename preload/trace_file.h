@@ -16,4 +16,10 @@ int tlsm_trace_create(char *p, size_t cap, bool *is_pipe);
 /* All of p[0..n) with write(2); for a FIFO, SIGPIPE blocked on this thread for the write. */
 bool tlsm_trace_write(int fd, bool is_pipe, const char *p, size_t n);
 
+/* Descriptors a program keeps free for itself: with fewer, tlsmeter opens no trace. */
+#define TLSM_FD_RESERVE 16
+/* Room under RLIMIT_NOFILE for the trace's descriptor and TLSM_FD_RESERVE more; else false
+ * and why. */
+bool tlsm_trace_fd_room(char *why, size_t cap);
+
 #endif
