@@ -27,11 +27,8 @@ static void free_trace(struct trace *t)
 
         free(l->path), free(l->version), free(l->platform), free(l->role), free(l->cpuinfo);
     }
-    for (i = 0; i < t->nblind; i++) {
-        struct blind *b = &t->blind[i];
-
-        free(b->path), free(b->version), free(b->what), free(b->unknown);
-    }
+    for (i = 0; i < t->nblind; i++)
+        model__blind_free(&t->blind[i]);
 }
 
 void model__free(struct model *m)
@@ -231,6 +228,8 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
     }
     stats_rec(&m->st, e);
     stats_rec(&t->st, e);
+    if (e->i[I_TYPE] == 23 && event__has(e, I_READ) && e->i[I_READ] == 0)
+        t->recs_outside_reads++; /* its read bypassed the hooks (verdict_blind.c) */
     b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
     stats_rec(&b->st, e);
     classes__rec(t, b, e);

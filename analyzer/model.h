@@ -68,6 +68,8 @@ enum blind_reason {
     BR_GOT_ELSEWHERE,
     BR_OPENSSL_1,
     BR_KTLS,
+    BR_CALLS_ELSEWHERE,
+    BR_OTHER_LIBRARY,
     BR_N
 };
 
@@ -81,6 +83,12 @@ struct blind {
     unsigned reasons; /* bit per enum blind_reason */
     int64_t record_relocs, got_tlsmeter, got_elsewhere; /* -1: not in the trace */
     int64_t conns;                                      /* ktls: connections seen */
+    /* what "calls": the hooked functions bound past tlsmeter, into which object, how the
+     * object was loaded ("deepbind", "namespace") and which object needs it. */
+    char *fns, *bound_to, *scope, *needed_by;
+    /* what "other_tls": the library's name ("GnuTLS") and hooked calls counted into it */
+    char *library;
+    int64_t calls;
 };
 
 struct trace {
@@ -110,6 +118,7 @@ struct trace {
     int ncalibs;
     struct blind blind[MAX_BLIND];
     int nblind;
+    uint64_t recs_outside_reads; /* application-data records with rec.read 0 */
     uint64_t nconns, nthreads;
     struct stats st;
 };
@@ -202,6 +211,7 @@ int model__blind(struct model *m, struct trace *t, json_t *o, char *err, size_t 
 void model__end_blind(struct trace *t, json_t *arr);
 /* Blind spots over all traces whose what is `what` ("tls", "ktls"; NULL: all). */
 int model__blind_count(const struct model *m, const char *what);
+void model__blind_free(struct blind *b);
 const char *blind_reason__name(enum blind_reason r);
 /* The reason in words, for the report. */
 const char *blind_reason__text(enum blind_reason r);

@@ -198,10 +198,24 @@ static json_t *blind_obj(const struct trace *t, const struct blind *b)
     json_object_set_new(o, "version", jstr(b->version));
     json_object_set_new(o, "reasons", names);
     json_object_set_new(o, "why", why);
-    json_object_set_new(o, "verdict", jstr(strcmp(b->what, "ktls") ? "blind-copy" : "ktls"));
+    json_object_set_new(o, "verdict",
+                        jstr(!strcmp(b->what, "ktls")        ? "ktls"
+                             : !strcmp(b->what, "calls")     ? "reads-bypassed"
+                             : !strcmp(b->what, "other_tls") ? "other-tls"
+                                                             : "blind-copy"));
     if (!strcmp(b->what, "ktls"))
         json_object_set_new(o, "conns", json_integer(b->conns));
-    else {
+    else if (!strcmp(b->what, "calls")) {
+        json_object_set_new(o, "fns", jstr(b->fns));
+        json_object_set_new(o, "bound_to", jstr(b->bound_to));
+        json_object_set_new(o, "scope", jstr(b->scope));
+        json_object_set_new(o, "needed_by", jstr(b->needed_by));
+        json_object_set_new(o, "records_outside_reads",
+                            json_integer((json_int_t)t->recs_outside_reads));
+    } else if (!strcmp(b->what, "other_tls")) {
+        json_object_set_new(o, "library", jstr(b->library));
+        json_object_set_new(o, "calls", json_integer(b->calls));
+    } else {
         json_object_set_new(o, "record_relocs", json_integer(b->record_relocs));
         json_object_set_new(o, "got_tlsmeter", json_integer(b->got_tlsmeter));
         json_object_set_new(o, "got_elsewhere", json_integer(b->got_elsewhere));
