@@ -121,6 +121,9 @@ struct trace {
     char *unfired[MAX_UNFIRED];
     int nunfired;
     uint64_t lines, lines_skipped, lines_unknown, events;
+    uint64_t lines_cut; /* lines a death cut short (NUL-separated pieces, see reader.c) */
+    uint64_t warnings;  /* warn events: tlsmeter's warnings to this process */
+    char *warn_first;   /* the first one's text */
     struct lib libs[MAX_LIBS];
     int nlibs;
     struct calib calibs[MAX_CALIBS];

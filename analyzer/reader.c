@@ -37,6 +37,17 @@ static bool blank(const char *p, size_t n)
     return true;
 }
 
+/* A tlsmeter warning to the traced process (its stderr may have gone elsewhere). */
+static int warn_event(struct trace *t, json_t *o)
+{
+    json_t *msg = json_object_get(o, "msg");
+
+    t->warnings++;
+    if (!t->warn_first && json_is_string(msg))
+        t->warn_first = xstrdup(json_string_value(msg));
+    return 0;
+}
+
 static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, size_t errlen)
 {
     switch (k) {
@@ -68,6 +79,8 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
             return -1;
         return model__event(r->m, r->t, &r->ev, err, errlen);
     default:
+        if (!strcmp(json_string_value(json_object_get(o, "ev")), "warn"))
+            return warn_event(r->t, o);
         r->t->lines_unknown++; /* a kind from a newer writer: not an error */
         return 0;
     }
@@ -98,11 +111,15 @@ static enum ev_kind kind_of(json_t *o)
                               : EV_OTHER;
 }
 
-static void slow_line(struct rd *r, const char *p, size_t n, bool complete)
+static void slow_line(struct rd *r, const char *p, size_t n, bool complete, bool after_nul)
 {
     char err[200];
     json_t *o = parse(r, p, n, complete, err, sizeof(err));
 
+    if (!o && after_nul) {
+        r->t->lines_cut++; /* a copy into the mapped file the process's death interrupted */
+        return;
+    }
     if (!o && !complete) {
         /* The writer emits whole lines, so only a killed process leaves half a line. */
         r->t->partial_last = true;
@@ -153,21 +170,57 @@ static void first_line(struct rd *r, const char *p, size_t n, bool complete)
     json_decref(o);
 }
 
+static void rd_piece(struct rd *r, const char *p, size_t n, bool complete, bool after_nul);
+
+/* Zeroed space from the mapped writer (the unused end of a thread's chunk; all of it in a
+ * killed process): NUL runs are skipped. Text before a run is a line the process's death
+ * cut (counted as such); text after the last run is a line of its own, or the tail of a
+ * cut one. */
+static void nul_line(struct rd *r, const char *p, size_t n, bool complete, const char *z)
+{
+    const char *end = p + n;
+
+    while (z) {
+        if (z > p && !blank(p, (size_t)(z - p)))
+            r->t->lines_cut++;
+        while (z < end && !*z)
+            z++;
+        p = z;
+        z = memchr(p, 0, (size_t)(end - p));
+    }
+    if (p < end)
+        rd_piece(r, p, (size_t)(end - p), complete, true);
+}
+
 /* One line without its '\n'; complete is false for a last line that had none. */
 static void rd_line(struct rd *r, const char *p, size_t n, bool complete)
 {
-    char err[200];
+    const char *z = memchr(p, 0, n);
 
     r->lineno++;
+    if (z)
+        nul_line(r, p, n, complete, z);
+    else
+        rd_piece(r, p, n, complete, false);
+}
+
+static void rd_piece(struct rd *r, const char *p, size_t n, bool complete, bool after_nul)
+{
+    char err[200];
+
     if (blank(p, n))
         return;
+    if (after_nul && (p[0] != '{' || !complete)) {
+        r->t->lines_cut++; /* the tail of a line whose start was never written */
+        return;
+    }
     if (!r->header_seen) {
         first_line(r, p, n, complete);
         return;
     }
     r->t->lines++;
     if (scan__line(p, n, &r->ev)) {
-        slow_line(r, p, n, complete);
+        slow_line(r, p, n, complete, after_nul);
         return;
     }
     if (model__event(r->m, r->t, &r->ev, err, sizeof(err)))

@@ -10,15 +10,31 @@
 
 static void truncated(struct summary *s, const struct trace *t)
 {
-    if (t->has_end && !t->partial_last)
+    char cut[96] = "";
+
+    if (t->has_end && !t->partial_last && !t->lines_cut)
         return;
+    if (t->lines_cut)
+        snprintf(cut, sizeof(cut), "; %llu line%s cut by the process's death",
+                 (unsigned long long)t->lines_cut, t->lines_cut == 1 ? "" : "s");
     summary__verdict(s, "truncated", "blind",
-                     "%s %s%s: CPU time, dropped events and unfired hooks are unknown for it",
+                     "%s %s%s%s: it holds %llu reads, %llu records up to there; CPU time, "
+                     "dropped events and unfired hooks are unknown for it",
                      t->file,
                      t->has_end ? "ends"
-                                : "ends without its end line (process killed "
+                                : "is cut short: no end line (process killed "
                                   "or still running)",
-                     t->partial_last ? "; its last line is incomplete" : "");
+                     t->partial_last ? "; its last line is incomplete" : "", cut,
+                     (unsigned long long)t->st.reads, (unsigned long long)t->st.recs);
+}
+
+/* tlsmeter's own warnings, from the trace: the program may have sent stderr elsewhere. */
+static void warned(struct summary *s, const struct trace *t)
+{
+    if (t->warnings)
+        summary__verdict(s, "warnings", "blind", "%s: tlsmeter warned %llu time%s: %s", t->file,
+                         (unsigned long long)t->warnings, t->warnings == 1 ? "" : "s",
+                         t->warn_first ? t->warn_first : "?");
 }
 
 /* Unfired hooks are normal (a program calls SSL_read_ex, never SSL_peek); they are a blind
@@ -206,6 +222,7 @@ static void per_trace(struct summary *s, const struct trace *t)
     }
     reads_bypassed(s, t);
     truncated(s, t);
+    warned(s, t);
     if (t->dropped > 0) {
         v = summary__verdict(s, "dropped", "blind",
                              "%s: %lld events were dropped (full trace buffers): totals "
@@ -253,6 +270,14 @@ static void mismatches(struct summary *s)
     }
 }
 
+static bool cut_short(const struct model *m)
+{
+    for (size_t i = 0; i < m->ntraces; i++)
+        if (!m->traces[i].has_end || m->traces[i].partial_last)
+            return true;
+    return false;
+}
+
 static void invisible_crypto(struct summary *s)
 {
     const struct stats *st = &s->m->st;
@@ -261,7 +286,11 @@ static void invisible_crypto(struct summary *s)
     struct verdict *v;
     struct fmtbuf a;
 
-    if (!st->reads && !st->recs) {
+    if (!st->reads && !st->recs && cut_short(s->m)) {
+        summary__verdict(s, "no-events", "blind",
+                         "no SSL read and no record decryption in this trace, which is cut "
+                         "short (see truncated): the process died before tlsmeter saw one");
+    } else if (!st->reads && !st->recs) {
         v = summary__verdict(s, "no-events", "blind",
                              "no SSL read and no record decryption in this trace: the program "
                              "made no TLS reads through a hooked OpenSSL (hooks that never "

@@ -2,6 +2,7 @@
  * program's own output and never touch the program's stdio buffers. */
 #include "log.h"
 #include "config.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -31,12 +32,17 @@ static bool stderr_is_ours(void)
            st.st_ino == err_ino;
 }
 
+/* To stderr (when it is still the one we started with and TLSMETER_QUIET is off) and, in
+ * every case, into the trace as a `warn` event: a daemon's stderr is often its own log or
+ * /dev/null, the trace is where the user looks. */
 void tlsm_warn(const char *fmt, ...)
 {
+    static __thread bool inside; /* a warning about writing the trace, written to it */
     char line[512];
     int saved = errno;
-    if (tlsm_cfg.quiet || !stderr_is_ours())
+    if (inside)
         return;
+    inside = true;
     int n = snprintf(line, sizeof(line), "tlsmeter: ");
     va_list ap;
     va_start(ap, fmt);
@@ -44,8 +50,13 @@ void tlsm_warn(const char *fmt, ...)
     va_end(ap);
     if (n > (int)sizeof(line) - 2)
         n = (int)sizeof(line) - 2;
+    line[n] = 0;
+    tlsm_trace_warn(line + 10);
     line[n++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-    (void)w;
+    if (!tlsm_cfg.quiet && stderr_is_ours()) {
+        ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+        (void)w;
+    }
+    inside = false;
     errno = saved;
 }

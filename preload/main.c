@@ -155,5 +155,9 @@ size_t tlsm_end_line(char *buf, size_t cap)
         tlsm_json_str(&j, "quiet", tlsm_trace_quiet_reason());
     if (tlsm_exec_path)
         tlsm_json_str(&j, "exec", tlsm_exec_path);
+    tlsm_json_int(&j, "warnings", (int64_t)tlsm_trace_warnings());
+    tlsm_json_str(&j, "io", tlsm_trace_io());
+    if (tlsm_trace_io_error())
+        tlsm_json_str(&j, "io_error", tlsm_trace_io_error());
     return tlsm_json_end(&j, buf);
 }

@@ -1,7 +1,11 @@
 /* trace.c: one trace file per process, opened at the first TLS activity (a program that
- * never uses OpenSSL leaves no file). Lines are built on the stack, copied into a
- * per-thread buffer and written in whole lines with write(2); the file is O_NONBLOCK
- * so a FIFO that stalls costs dropped lines, never a blocked program. */
+ * never uses OpenSSL leaves no file; a forked child's file is created at the fork, while it
+ * still has its parent's credentials, and removed at exit when it stayed unused). Lines are
+ * built on the stack and copied into a per-thread buffer: a chunk of the file mapped
+ * MAP_SHARED (tracemap.c) for a regular file, so a killed process keeps its lines; else
+ * (FIFO, device, a filesystem without fallocate) a private buffer written in whole lines
+ * with write(2), O_NONBLOCK so a FIFO that stalls costs dropped lines, never a blocked
+ * program. */
 #include "trace.h"
 #include "backend.h"
 #include "caps.h"
@@ -12,6 +16,8 @@
 #include "log.h"
 #include "obj.h"
 #include "thread.h"
+#include "trace_file.h"
+#include "tracemap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,14 +33,17 @@
 
 #define TBUF_SIZE (32 * 1024)
 
-enum state { ST_UNOPENED, ST_OPEN, ST_OFF, ST_FINISHED };
+/* ST_RESERVED: a forked child's file exists (created at the fork), its header not yet
+ * written. */
+enum state { ST_UNOPENED, ST_OPEN, ST_OFF, ST_FINISHED, ST_RESERVED };
 
 struct tlsm_tbuf {
     _Atomic int lock;
-    size_t used;
+    char *data;       /* the mapped chunk, or the private buffer (write(2) mode) */
+    size_t used, cap; /* cap 0: no chunk yet (or closed at exit) */
+    uint64_t off;     /* file offset of the mapped chunk */
     uint64_t pending, written, dropped; /* lines */
     struct tlsm_tbuf *next;
-    char data[TBUF_SIZE];
 };
 
 uint64_t tlsm_trace_t0;
@@ -56,6 +65,12 @@ static ino_t fd_ino;       /* descriptor may reuse ours for a file of its own */
 static pid_t trace_pid;    /* the process that opened the file (vfork children are not it) */
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 static _Atomic bool allowed;
+static bool mapped;                   /* lines go into mapped chunks of the file */
+static int map_errno;                 /* a chunk could not be had: lines are dropped */
+static char io_note[160];             /* why the file is written with write(2), or "" */
+static _Atomic uint64_t warnings;     /* warn lines in this file */
+static _Atomic uint64_t direct_lines; /* lines written past the thread buffers */
+static __thread bool in_writer;       /* this thread holds its buffer in the slow path */
 
 void tlsm_trace_allow(void)
 {
@@ -75,77 +90,45 @@ bool tlsm_trace_is_quiet(void)
 void tlsm_trace_quiet(const char *why)
 {
     int expect = ST_OPEN;
-    if (!atomic_compare_exchange_strong(&state, &expect, ST_OFF) && expect != ST_UNOPENED)
+    if (!atomic_compare_exchange_strong(&state, &expect, ST_OFF) && expect != ST_UNOPENED &&
+        expect != ST_RESERVED)
         return;
     atomic_store(&state, ST_OFF);
     snprintf(quiet_reason, sizeof(quiet_reason), "%s", why);
     tlsm_warn("%s; tracing off, the program continues untraced", why);
 }
 
-/* Expand %p, %t, %%; a forked child without %p in the template gets ".PID" appended. */
+static bool path_fits;
+
 static void expand_path(char *out, size_t cap, bool child)
 {
-    const char *t = tlsm_cfg.out;
-    size_t n = 0;
-    bool had_pid = false;
-    for (; *t && n + 24 < cap; t++) {
-        if (t[0] != '%' || !t[1]) {
-            out[n++] = *t;
-            continue;
-        }
-        t++;
-        if (*t == 'p')
-            n += (size_t)snprintf(out + n, cap - n, "%d", (int)getpid()), had_pid = true;
-        else if (*t == 't')
-            n += (size_t)snprintf(out + n, cap - n, "%llu",
-                                  (unsigned long long)(unix_t0 / 1000000000u));
-        else
-            out[n++] = *t;
-    }
-    out[n] = 0;
-    if (child && !had_pid)
-        snprintf(out + n, cap - n, ".%d", (int)getpid());
+    path_fits = tlsm_trace_path(out, cap, child, unix_t0);
 }
 
-/* O_EXCL|O_NOFOLLOW: never write through a planted symlink or into someone's file;
- * on a name clash try NAME.1 .. NAME.9. */
-/* A FIFO or device the user named. Checked again on the open descriptor (the path may
- * have been swapped): it must still be one, owned by us or by root, so another user's
- * planted FIFO never receives the trace. */
-static int open_special(const char *p)
-{
-    struct stat st;
-    int f = open(p, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK);
-    if (f < 0)
-        return -1;
-    if (fstat(f, &st) || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) ||
-        (st.st_uid != geteuid() && st.st_uid != 0)) {
-        close(f);
-        errno = EPERM;
-        return -1;
-    }
-    fd_is_pipe = S_ISFIFO(st.st_mode);
-    return f;
-}
+static char fd_why[160];
 
 static int create_file(char *p, size_t cap)
 {
-    size_t base = strlen(p);
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND | O_NONBLOCK;
-    for (int i = 0; i < 10; i++) {
-        if (i)
-            snprintf(p + base, cap - base, ".%d", i);
-        int f = open(p, flags, 0600);
-        if (f >= 0 || errno != EEXIST)
-            return f;
-        /* An existing device or FIFO (/dev/full, a named pipe) is what the user asked to
-         * write to: open it as is. Regular files and symlinks are never written through. */
-        struct stat st;
-        if (!i && lstat(p, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))
-            return open_special(p);
-    }
-    p[base] = 0;
-    return -1;
+    fd_why[0] = 0;
+    if (!path_fits)
+        return errno = ENAMETOOLONG, -1; /* the template, cut: never a file of another name */
+    if (!tlsm_trace_fd_room(fd_why, sizeof(fd_why)))
+        return errno = EMFILE, -1;
+    return tlsm_trace_create(p, cap, &fd_is_pipe);
+}
+
+/* Why a trace could not be created, for the warning. */
+static void create_failed(char *why, size_t cap)
+{
+    if (fd_why[0])
+        snprintf(why, cap, "no trace %.3800s: %s", path, fd_why);
+    else
+        snprintf(why, cap, "cannot create trace %s: %s", path, strerror(errno));
+}
+
+static bool write_all(const char *p, size_t n)
+{
+    return tlsm_trace_write(fd, fd_is_pipe, p, n);
 }
 
 static void header_fields(struct tlsm_json *j)
@@ -172,6 +155,9 @@ static void header_fields(struct tlsm_json *j)
     tlsm_json_int(j, "ppid", getppid());
     if (fork_of)
         tlsm_json_int(j, "fork_of", fork_of);
+    tlsm_json_str(j, "io", mapped ? "mmap" : "write");
+    if (io_note[0])
+        tlsm_json_str(j, "io_why", io_note);
     tlsm_json_str(j, "exe", exe);
     tlsm_json_str(j, "comm", comm);
     tlsm_json_int(j, "start_unix_ns", (int64_t)unix_t0);
@@ -199,110 +185,6 @@ static void header_fields(struct tlsm_json *j)
     tlsm_json_raw(j, "config", cfg);
 }
 
-/* Writing into a FIFO whose reader went away raises SIGPIPE, which kills most programs:
- * block it on this thread for the write, and swallow the one we caused. */
-static bool write_pipe(const char *p, size_t n);
-
-static bool write_all(const char *p, size_t n)
-{
-    if (fd_is_pipe)
-        return write_pipe(p, n);
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static bool write_pipe(const char *p, size_t n)
-{
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    sigpending(&pending);
-    bool was_pending = sigismember(&pending, SIGPIPE);
-    fd_is_pipe = false;
-    bool ok = write_all(p, n);
-    int e = errno;
-    fd_is_pipe = true;
-    if (!ok && e == EPIPE && !was_pending) {
-        struct timespec zero = {0, 0};
-        sigtimedwait(&pipe_set, NULL, &zero);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    errno = e;
-    return ok;
-}
-
-static void open_trace(void)
-{
-    struct timespec ts;
-    if (!clock_ready) {
-        tlsm_clock_init();
-        clock_ready = true;
-    }
-    clock_gettime(CLOCK_REALTIME, &ts);
-    unix_t0 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    mono_t0 = tlsm_mono_ns();
-    tlsm_trace_t0 = tlsm_now();
-    expand_path(path, sizeof(path), fork_of != 0);
-    fd_is_pipe = false;
-    fd = create_file(path, sizeof(path));
-    if (fd < 0) {
-        char why[PATH_MAX + 96];
-        snprintf(why, sizeof(why), "cannot create trace %s: %s", path, strerror(errno));
-        atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
-        tlsm_trace_quiet(why);
-        return;
-    }
-    char line[TLSM_LINE_MAX];
-    struct tlsm_json j;
-    struct stat st;
-    if (fstat(fd, &st) == 0)
-        fd_dev = st.st_dev, fd_ino = st.st_ino;
-    trace_pid = getpid();
-    trace_gen++;
-    tlsm_json_begin(&j, line, sizeof(line), "header");
-    header_fields(&j);
-    size_t n = tlsm_json_end(&j, line);
-    atomic_store(&state, ST_OPEN);
-    if (!n || !write_all(line, n)) {
-        tlsm_trace_quiet("cannot write the trace header");
-        return;
-    }
-    /* Instances met before this file existed (before the constructor allowed tracing, or
-     * in the parent of a forked child) still get their lib line in this file. */
-    tlsm_obj_replay_libs(trace_gen);
-    tlsm_backend_replay_libs(trace_gen);
-}
-
-unsigned tlsm_trace_generation(void)
-{
-    return trace_gen;
-}
-
-bool tlsm_trace_ready(void)
-{
-    int s = atomic_load_explicit(&state, memory_order_acquire);
-    if (s != ST_UNOPENED)
-        return s == ST_OPEN;
-    /* Only after the constructor allowed it: never in secure-execution mode, never when
-     * disabled, even if a hook resolves early and wants to describe a library. */
-    if (!allowed)
-        return false;
-    pthread_mutex_lock(&open_lock);
-    if (atomic_load(&state) == ST_UNOPENED)
-        open_trace();
-    pthread_mutex_unlock(&open_lock);
-    return atomic_load(&state) == ST_OPEN;
-}
-
 static void lock_buf(struct tlsm_tbuf *b)
 {
     /* Contended only while exit or fork flushes this buffer; bounded by that one write. */
@@ -321,9 +203,215 @@ static bool fd_still_ours(void)
     return fstat(fd, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino;
 }
 
-/* Buffer lock held. */
+static struct tlsm_tbuf *self_buf(void)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    if (th->buf)
+        return th->buf;
+    struct tlsm_tbuf *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    tlsm_thread_start(th);
+    pthread_mutex_lock(&bufs_lock);
+    b->next = bufs;
+    bufs = b;
+    pthread_mutex_unlock(&bufs_lock);
+    th->buf = b;
+    return b;
+}
+
+/* One line straight to the file, bypassing the thread buffers (no lock: warnings may come
+ * from inside the writer): at the mapped file's cursor, or one O_APPEND write(2). */
+static bool put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n)
+{
+    return in_map ? tlsm_tmap_append(f, line, n) : tlsm_trace_write(f, is_pipe, line, n);
+}
+
+#define MAX_EARLY_WARN 4
+static char early_warn[MAX_EARLY_WARN][256]; /* warnings before the file existed */
+static _Atomic unsigned nearly_warn;
+
+static size_t warn_line(char *line, size_t cap, const char *msg, bool with_pid)
+{
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, cap, "warn");
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
+    if (with_pid)
+        tlsm_json_int(&j, "pid", getpid());
+    tlsm_json_str(&j, "msg", msg);
+    return tlsm_json_end(&j, line);
+}
+
+/* log.c: every warning also goes into the trace, where the user finds it even when the
+ * program sent its stderr elsewhere. Before the file exists it is kept for the header. */
+void tlsm_trace_warn(const char *msg)
+{
+    char line[1024];
+    int s = atomic_load(&state);
+    if (s == ST_UNOPENED || s == ST_RESERVED) {
+        unsigned i = atomic_fetch_add(&nearly_warn, 1);
+        if (i < MAX_EARLY_WARN)
+            snprintf(early_warn[i], sizeof(early_warn[i]), "%s", msg);
+        return;
+    }
+    if (s != ST_OPEN || getpid() != trace_pid)
+        return;
+    size_t n = warn_line(line, sizeof(line), msg, false);
+    if (!n)
+        return;
+    /* In the thread's chunk (no zeroed space left behind) when it has one: no allocation,
+     * no list lock, whatever lock the warning's caller holds. */
+    if (!in_writer && tlsm_th.buf) {
+        tlsm_trace_line(line, n);
+        atomic_fetch_add(&warnings, 1);
+    } else if (put_direct(fd, mapped, fd_is_pipe, line, n)) {
+        atomic_fetch_add(&direct_lines, 1);
+        atomic_fetch_add(&warnings, 1);
+    }
+}
+
+uint64_t tlsm_trace_warnings(void)
+{
+    return atomic_load(&warnings);
+}
+
+static void replay_early_warnings(void)
+{
+    unsigned n = atomic_exchange(&nearly_warn, 0);
+    for (unsigned i = 0; i < n && i < MAX_EARLY_WARN; i++)
+        tlsm_trace_warn(early_warn[i]);
+}
+
+/* Mapped mode for a regular file whose filesystem can reserve blocks; write(2) otherwise. */
+static void choose_io(const struct stat *st)
+{
+    mapped = false;
+    map_errno = 0;
+    io_note[0] = 0;
+    if (!S_ISREG(st->st_mode))
+        snprintf(io_note, sizeof(io_note), "not a regular file");
+    else if (!tlsm_tmap_start(fd))
+        snprintf(io_note, sizeof(io_note), "fallocate: %s", strerror(errno));
+    else
+        mapped = true;
+}
+
+/* The header opens the opening thread's first chunk (offset 0), so a single-threaded
+ * trace has no zeroed space to squeeze out at exit. */
+static bool put_header(const char *line, size_t n)
+{
+    if (!mapped)
+        return write_all(line, n);
+    struct tlsm_tbuf *b = self_buf();
+    uint64_t off;
+    char *p = b ? tlsm_tmap_chunk(fd, &off) : NULL;
+    if (!p)
+        return false;
+    lock_buf(b);
+    tlsm_tmap_unmap(b->data);
+    b->data = p, b->off = off, b->cap = tlsm_tmap_chunk_size();
+    memcpy(p, line, n);
+    b->used = n;
+    unlock_buf(b);
+    return true;
+}
+
+/* A reserved file (created at fork) is used if it is still ours, else a new one is made. */
+static int reuse_or_create(void)
+{
+    if (fd >= 0 && fd_still_ours())
+        return fd;
+    fd = -1;
+    return create_file(path, sizeof(path));
+}
+
+static void open_trace(void)
+{
+    struct timespec ts;
+    if (!clock_ready) {
+        tlsm_clock_init();
+        clock_ready = true;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    unix_t0 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    mono_t0 = tlsm_mono_ns();
+    tlsm_trace_t0 = tlsm_now();
+    if (atomic_load(&state) == ST_RESERVED) {
+        fd = reuse_or_create();
+    } else {
+        expand_path(path, sizeof(path), fork_of != 0);
+        fd_is_pipe = false;
+        fd = create_file(path, sizeof(path));
+    }
+    if (fd < 0) {
+        char why[PATH_MAX + 96];
+        create_failed(why, sizeof(why));
+        atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
+        tlsm_trace_quiet(why);
+        return;
+    }
+    char line[TLSM_LINE_MAX];
+    struct tlsm_json j;
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+        fd_dev = st.st_dev, fd_ino = st.st_ino;
+    choose_io(&st);
+    trace_pid = getpid();
+    trace_gen++;
+    tlsm_json_begin(&j, line, sizeof(line), "header");
+    header_fields(&j);
+    size_t n = tlsm_json_end(&j, line);
+    /* Open only once the header is in: no other thread's chunk may take offset 0. */
+    if (!n || !put_header(line, n)) {
+        char why[PATH_MAX + 96];
+        snprintf(why, sizeof(why), "cannot write the trace header to %s: %s", path,
+                 strerror(errno));
+        struct stat now;
+        /* A disk full from the start leaves no empty file behind, only the warning. */
+        if (S_ISREG(st.st_mode) && lstat(path, &now) == 0 && now.st_dev == fd_dev &&
+            now.st_ino == fd_ino)
+            unlink(path);
+        tlsm_trace_quiet(why);
+        return;
+    }
+    atomic_store(&state, ST_OPEN);
+    replay_early_warnings();
+    /* Instances met before this file existed (before the constructor allowed tracing, or
+     * in the parent of a forked child) still get their lib line in this file. */
+    tlsm_obj_replay_libs(trace_gen);
+    tlsm_backend_replay_libs(trace_gen);
+}
+
+unsigned tlsm_trace_generation(void)
+{
+    return trace_gen;
+}
+
+bool tlsm_trace_ready(void)
+{
+    int s = atomic_load_explicit(&state, memory_order_acquire);
+    if (s != ST_UNOPENED && s != ST_RESERVED)
+        return s == ST_OPEN;
+    /* Only after the constructor allowed it: never in secure-execution mode, never when
+     * disabled, even if a hook resolves early and wants to describe a library. */
+    if (!allowed)
+        return false;
+    pthread_mutex_lock(&open_lock);
+    s = atomic_load(&state);
+    if (s == ST_UNOPENED || s == ST_RESERVED)
+        open_trace();
+    pthread_mutex_unlock(&open_lock);
+    return atomic_load(&state) == ST_OPEN;
+}
+
+/* Buffer lock held. Mapped: the lines are in the file already, only counted here. */
 static void flush_buf(struct tlsm_tbuf *b)
 {
+    if (mapped) {
+        b->written += b->pending;
+        b->pending = 0;
+        return;
+    }
     if (!b->used)
         return;
     if (atomic_load(&state) == ST_OPEN && !fd_still_ours()) {
@@ -348,21 +436,77 @@ static void flush_buf(struct tlsm_tbuf *b)
     b->pending = 0;
 }
 
-static struct tlsm_tbuf *self_buf(void)
+/* The file cannot grow (disk full, RLIMIT_FSIZE, ...): say so once, drop and count from
+ * now on; the end line still fits in space already allocated and names the reason. */
+static void map_failed(int e)
 {
-    struct tlsm_thread *th = &tlsm_th;
-    if (th->buf)
-        return th->buf;
-    struct tlsm_tbuf *b = calloc(1, sizeof(*b));
-    if (!b)
-        return NULL;
-    tlsm_thread_start(th);
-    pthread_mutex_lock(&bufs_lock);
-    b->next = bufs;
-    bufs = b;
-    pthread_mutex_unlock(&bufs_lock);
-    th->buf = b;
-    return b;
+    if (map_errno)
+        return;
+    map_errno = e ? e : EIO;
+    char why[PATH_MAX + 96];
+    snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
+             path, strerror(map_errno));
+    tlsm_warn("%s", why);
+}
+
+/* The line does not fit the thread's chunk: map the next one. When the new chunk follows
+ * the old one in the file, the line is split across both and no zeroed space is left. */
+static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
+{
+    uint64_t off;
+    char *p = NULL;
+    if (!map_errno && fd_still_ours())
+        p = tlsm_tmap_chunk(fd, &off);
+    else if (!map_errno)
+        errno = EBADF;
+    if (!p) {
+        b->dropped++;
+        if (!map_errno)
+            map_failed(errno);
+        return;
+    }
+    size_t head = 0;
+    if (b->data && off == b->off + b->cap)
+        memcpy(b->data + b->used, line, head = b->cap - b->used);
+    else if (b->data)
+        tlsm_tmap_gap(b->off + b->used);
+    tlsm_tmap_unmap(b->data);
+    b->data = p, b->off = off, b->cap = tlsm_tmap_chunk_size();
+    memcpy(p, line + head, len - head);
+    b->used = len - head;
+    b->pending++;
+}
+
+static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len);
+
+/* A warning from in here (the file cannot grow) goes straight to the file: this thread
+ * holds its own buffer. */
+static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
+{
+    in_writer = true;
+    line_slow_locked(b, line, len);
+    in_writer = false;
+}
+
+static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
+{
+    if (atomic_load(&state) != ST_OPEN) {
+        b->dropped++;
+        return;
+    }
+    if (mapped) {
+        next_chunk(b, line, len);
+        return;
+    }
+    if (!b->data && !(b->data = malloc(TBUF_SIZE))) {
+        b->dropped++;
+        return;
+    }
+    b->cap = TBUF_SIZE;
+    flush_buf(b);
+    memcpy(b->data + b->used, line, len);
+    b->used += len;
+    b->pending++;
 }
 
 void tlsm_trace_line(const char *line, size_t len)
@@ -374,11 +518,13 @@ void tlsm_trace_line(const char *line, size_t len)
         return;
     }
     lock_buf(b);
-    if (b->used + len > sizeof(b->data))
-        flush_buf(b);
-    memcpy(b->data + b->used, line, len);
-    b->used += len;
-    b->pending++;
+    if (__builtin_expect(b->used + len <= b->cap, 1)) {
+        memcpy(b->data + b->used, line, len);
+        b->used += len;
+        b->pending++;
+    } else {
+        line_slow(b, line, len);
+    }
     unlock_buf(b);
 }
 
@@ -400,12 +546,26 @@ void tlsm_trace_flush_self(void)
     unlock_buf(b);
 }
 
+/* Buffer lock held: give the chunk up, its unused end stays zero until exit squeezes it. */
+static void close_chunk(struct tlsm_tbuf *b)
+{
+    if (!mapped || !b->data)
+        return;
+    tlsm_tmap_gap(b->off + b->used);
+    tlsm_tmap_unmap(b->data);
+    b->data = NULL;
+    b->used = b->cap = 0;
+}
+
 void tlsm_trace_thread_exit(void)
 {
     struct tlsm_tbuf *b = tlsm_th.buf;
     if (!b)
         return;
-    tlsm_trace_flush_self();
+    lock_buf(b);
+    flush_buf(b);
+    close_chunk(b);
+    unlock_buf(b);
     pthread_mutex_lock(&bufs_lock);
     for (struct tlsm_tbuf **p = &bufs; *p; p = &(*p)->next)
         if (*p == b) {
@@ -416,15 +576,19 @@ void tlsm_trace_thread_exit(void)
     atomic_fetch_add(&retired_written, b->written);
     atomic_fetch_add(&retired_dropped, b->dropped);
     tlsm_th.buf = NULL;
+    if (!mapped)
+        free(b->data);
     free(b);
 }
 
-static void flush_all(void)
+static void flush_all(bool close)
 {
     pthread_mutex_lock(&bufs_lock);
     for (struct tlsm_tbuf *b = bufs; b; b = b->next) {
         lock_buf(b);
         flush_buf(b);
+        if (close)
+            close_chunk(b);
         unlock_buf(b);
     }
     pthread_mutex_unlock(&bufs_lock);
@@ -436,10 +600,11 @@ void tlsm_trace_counts(uint64_t *events, uint64_t *dropped)
     *dropped = atomic_load(&retired_dropped);
     pthread_mutex_lock(&bufs_lock);
     for (struct tlsm_tbuf *b = bufs; b; b = b->next) {
-        *events += b->written;
+        *events += b->written + (mapped ? b->pending : 0);
         *dropped += b->dropped;
     }
     pthread_mutex_unlock(&bufs_lock);
+    *events += atomic_load(&direct_lines);
 }
 
 const char *tlsm_trace_quiet_reason(void)
@@ -447,18 +612,60 @@ const char *tlsm_trace_quiet_reason(void)
     return quiet_reason;
 }
 
+const char *tlsm_trace_io_error(void)
+{
+    return map_errno ? strerror(map_errno) : NULL;
+}
+
+const char *tlsm_trace_io(void)
+{
+    return mapped ? "mmap" : "write";
+}
+
+/* The end line goes last: after the squeeze in mapped mode, else one more write(2). */
+static void write_end(char *line, size_t cap, bool all_stopped)
+{
+    size_t n = tlsm_end_line(line, cap);
+    if (!n)
+        return;
+    if (!mapped)
+        write_all(line, n);
+    else if (!fd_still_ours())
+        return; /* the mappings kept the lines; a descriptor the program reused is not ours */
+    else if (!all_stopped || !tlsm_tmap_finish(fd, line, n))
+        tlsm_tmap_append(fd, line, n); /* zeroed space stays: readers skip it */
+}
+
+/* A forked child's file that stayed unused goes away; one the child cannot remove any
+ * more (it dropped privileges) becomes a trace saying there was no TLS. */
+static bool drop_reserved(void)
+{
+    struct stat st;
+    if (atomic_load(&state) != ST_RESERVED || getpid() != trace_pid)
+        return false; /* a vfork child shares our memory, not our file */
+    if (lstat(path, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino && !unlink(path)) {
+        atomic_store(&state, ST_FINISHED);
+        return true;
+    }
+    open_trace();
+    return false;
+}
+
 /* Exit: every buffer out, then the end line. The fd stays open: a thread still running
  * must never write into a descriptor number the program may reuse. */
 void tlsm_trace_finish(void)
 {
     pthread_mutex_lock(&open_lock);
-    if (atomic_load(&state) == ST_OPEN) {
-        flush_all();
-        char line[TLSM_LINE_MAX * 2];
-        size_t n = tlsm_end_line(line, sizeof(line));
+    drop_reserved();
+    if (atomic_load(&state) == ST_OPEN && getpid() == trace_pid) {
+        /* Mapped: no chunk may be taken once the squeeze starts. write(2): the buffers are
+         * written out first (flush_buf writes only while open). */
+        if (mapped)
+            atomic_store(&state, ST_FINISHED);
+        flush_all(true);
         atomic_store(&state, ST_FINISHED);
-        if (n)
-            write_all(line, n);
+        char line[TLSM_LINE_MAX * 2];
+        write_end(line, sizeof(line), true);
     }
     atomic_store(&state, ST_FINISHED);
     pthread_mutex_unlock(&open_lock);
@@ -474,37 +681,58 @@ static bool try_lock_buf(struct tlsm_tbuf *b)
     return false;
 }
 
+/* Try-locks every buffer; the chunks of those taken are closed (a failed exec goes on with
+ * new ones). True when all were taken: no copy into the file is in flight. */
+static bool stop_writers(void)
+{
+    bool all = true;
+    if (pthread_mutex_trylock(&bufs_lock))
+        return false;
+    for (struct tlsm_tbuf *b = bufs; b; b = b->next)
+        if (try_lock_buf(b)) {
+            flush_buf(b);
+            close_chunk(b);
+            unlock_buf(b);
+        } else {
+            all = false;
+        }
+    pthread_mutex_unlock(&bufs_lock);
+    return all;
+}
+
 /* exec*() or _exit(): no destructor will run, so write everything now, ending with an end
  * line (naming the exec, if any). Only try-locks: these calls are async-signal-safe and a
  * signal handler may have interrupted this very thread inside the trace writer; and only
- * in the process that opened the file (a vfork child shares our memory, not our trace). */
+ * in the process that opened the file (a vfork child shares our memory, not our trace).
+ * Another thread may copy lines while the squeeze runs: its buffer lock keeps the chunk
+ * apart, and only a squeeze with every buffer stopped moves data. */
 void tlsm_trace_final(const char *exec_what)
 {
-    if (atomic_load(&state) != ST_OPEN || getpid() != trace_pid)
-        return;
     if (pthread_mutex_trylock(&open_lock))
         return;
-    if (!pthread_mutex_trylock(&bufs_lock)) {
-        for (struct tlsm_tbuf *b = bufs; b; b = b->next)
-            if (try_lock_buf(b)) {
-                flush_buf(b);
-                unlock_buf(b);
-            }
-        pthread_mutex_unlock(&bufs_lock);
+    if (drop_reserved() || atomic_load(&state) != ST_OPEN || getpid() != trace_pid) {
+        pthread_mutex_unlock(&open_lock);
+        return;
     }
+    /* No new chunk while the file is squeezed and cut: a thread mapping one beyond the cut
+     * would fault. Lines of other threads meanwhile are dropped (and counted). */
+    if (mapped)
+        atomic_store(&state, ST_FINISHED);
+    bool all = stop_writers();
     char line[TLSM_LINE_MAX * 2];
     tlsm_exec_path = exec_what;
-    size_t n = atomic_load(&state) == ST_OPEN ? tlsm_end_line(line, sizeof(line)) : 0;
+    if (atomic_load(&state) != ST_OFF) /* a write(2) flush may have failed */
+        write_end(line, sizeof(line), all);
     tlsm_exec_path = NULL;
-    if (n)
-        write_all(line, n);
+    int finished = ST_FINISHED; /* the exec may fail: tracing goes on (unless it went quiet) */
+    atomic_compare_exchange_strong(&state, &finished, ST_OPEN);
     pthread_mutex_unlock(&open_lock);
 }
 
 void tlsm_trace_atfork_prepare(void)
 {
     pthread_mutex_lock(&open_lock);
-    flush_all();
+    flush_all(false);
     pthread_mutex_lock(&bufs_lock);
 }
 
@@ -514,31 +742,79 @@ void tlsm_trace_atfork_parent(void)
     pthread_mutex_unlock(&open_lock);
 }
 
-/* The child is a new process with one thread: its own file, its own counts. The other
- * threads' buffers were flushed by the parent in prepare; their copies here are dropped. */
-void tlsm_trace_atfork_child(void)
+/* The parent's buffers in the child: the chunks map the parent's file (never written from
+ * here), the other threads' buffers were flushed by the parent in prepare. */
+static void forget_parent_bufs(void)
 {
     struct tlsm_tbuf *self = tlsm_th.buf;
     for (struct tlsm_tbuf *b = bufs, *next; b; b = next) {
         next = b->next;
-        if (b != self)
-            free(b);
+        if (mapped)
+            tlsm_tmap_unmap(b->data);
+        if (b == self)
+            continue;
+        if (!mapped)
+            free(b->data);
+        free(b);
     }
     bufs = self;
     if (self) {
+        if (mapped)
+            self->data = NULL, self->cap = 0;
         self->next = NULL;
         self->used = self->pending = self->written = self->dropped = 0;
         atomic_store(&self->lock, 0);
     }
     atomic_store(&retired_written, 0);
     atomic_store(&retired_dropped, 0);
+    atomic_store(&warnings, 0);
+    atomic_store(&direct_lines, 0);
+    atomic_store(&nearly_warn, 0);
+}
+
+/* Create the child's file now, with the credentials of the parent (a worker that drops
+ * privileges later could not). If that fails, the parent's trace gets the warning. */
+static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
+{
+    char why[PATH_MAX + 96], line[PATH_MAX + 256];
+    bool parent_pipe = fd_is_pipe;
+    expand_path(path, sizeof(path), true);
+    fd_is_pipe = false;
+    fd = create_file(path, sizeof(path));
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        fd_dev = st.st_dev, fd_ino = st.st_ino;
+        trace_pid = getpid();
+        atomic_store(&state, ST_RESERVED);
+        return;
+    }
+    create_failed(why, sizeof(why));
     if (fd >= 0)
-        close(fd);
+        close(fd), fd = -1;
+    if (parent_open) {
+        size_t n = warn_line(line, sizeof(line), why, true);
+        if (n)
+            put_direct(parent_fd, parent_mapped, parent_pipe, line, n);
+    }
+    atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
+    tlsm_trace_quiet(why);
+}
+
+/* The child is a new process with one thread: its own file, its own counts. */
+void tlsm_trace_atfork_child(void)
+{
+    int s = atomic_load(&state), parent_fd = fd;
+    bool parent_mapped = mapped;
+    forget_parent_bufs();
     fd = -1;
+    mapped = false;
     fork_of = getppid();
     quiet_reason[0] = 0;
-    int s = atomic_load(&state);
-    atomic_store(&state, s == ST_OPEN ? ST_UNOPENED : s);
     pthread_mutex_init(&bufs_lock, NULL);
     pthread_mutex_init(&open_lock, NULL);
+    if (allowed && (s == ST_OPEN || s == ST_UNOPENED || s == ST_RESERVED))
+        child_file(parent_fd, parent_mapped, s == ST_OPEN);
+    if (parent_fd >= 0)
+        close(parent_fd);
+    tlsm_tmap_detach();
 }

@@ -48,5 +48,12 @@ void tlsm_trace_final(const char *exec_what);
 unsigned tlsm_trace_generation(void);
 /* Set while the end line of an exec is built. */
 extern const char *tlsm_exec_path;
+/* log.c: a warning as a `warn` event (kept until the file exists). */
+void tlsm_trace_warn(const char *msg);
+/* For the end line: warn events written, the I/O mode (`mmap`, `write`), why the file
+ * stopped growing (NULL: it did not). */
+uint64_t tlsm_trace_warnings(void);
+const char *tlsm_trace_io(void);
+const char *tlsm_trace_io_error(void);
 /* Built by main.c: the end event's line (trace.c writes it last). */
 size_t tlsm_end_line(char *buf, size_t cap);

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# trace-diskfull: the trace's filesystem fills up part way (a 768 KiB tmpfs, a download whose
+# trace needs more): the program is unharmed (same output, exit 0, no SIGBUS from a mapped
+# page), the trace holds whole lines only, its end line names the error (io_error) and
+# counts the dropped events, and stderr has one warning. Full from the start: no file left,
+# one warning. Needs root (mount).
+# tlsm-arch: x86_64
+# shellcheck source=tests/lib.sh
+. "$TLSM_TOP/tests/lib.sh"
+# shellcheck source=tests/lib-tls.sh
+. "$TLSM_TOP/tests/lib-tls.sh"
+d=$(case_dir)
+tls_init "$d"
+tls_need_preload trace-diskfull
+if under_qemu || [ "$(id -u)" != 0 ]; then
+    skip "trace-diskfull: needs root on the host (mounts a small tmpfs)"
+    exit 0
+fi
+mnt=$d/small
+mkdir -p "$mnt"
+if ! mount -t tmpfs -o size=768k,mode=0755 tmpfs "$mnt" 2>"$d/mount.err"; then
+    skip "trace-diskfull: cannot mount a tmpfs here: $(head -c 200 "$d/mount.err")"
+    exit 0
+fi
+TLS_EXTRA_CLEANUP="umount '$mnt' 2>/dev/null"
+tls_make_file big.bin $((48 * 1024 * 1024))
+if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
+    fail "trace-diskfull: openssl s_server did not start"
+    exit 0
+fi
+
+# Part way: about 1.2 MB of trace into 768 KiB.
+tls_client py "$TLS_PORT" big.bin "$d/full" "$mnt/t.%p.jsonl"
+tls_traces "$mnt/t.*.jsonl"
+if [ "$(cat "$d/full.rc")" != 0 ] || [ "$(tls_size "$d/full.body" 2>/dev/null)" != $((48 * 1024 * 1024)) ]; then
+    fail "trace-diskfull part way: the client failed (exit $(cat "$d/full.rc")): $(head -c 300 "$d/full.err")"
+elif [ "${#TRACES[@]}" != 1 ]; then
+    fail "trace-diskfull part way: want one trace, found ${#TRACES[@]}"
+else
+    check "trace-diskfull part way: whole lines, end names ENOSPC and counts the drops, one warning" \
+        "$TLSM_PY" - "${TRACES[0]}" "$d/full.err" <<'PY'
+import json, sys
+data = open(sys.argv[1], "rb").read()
+assert b"\0" not in data, "NUL bytes left in the trace"
+ev = [json.loads(l) for l in data.split(b"\n")[:-1]]
+assert data.endswith(b"\n")
+end = ev[-1]
+assert end["ev"] == "end", "last line is %s" % end["ev"]
+assert "No space left" in end.get("io_error", ""), end.get("io_error")
+assert end["dropped"] > 0, end["dropped"]
+assert any(e["ev"] == "read" for e in ev), "no read kept"
+err = [l for l in open(sys.argv[2]) if l.startswith("tlsmeter:")]
+assert len(err) == 1 and "No space left" in err[0], err
+PY
+fi
+rm -f "$mnt"/t.*
+
+# Full from the start: fill the filesystem, then trace.
+head -c 2M /dev/zero >"$mnt/fill" 2>/dev/null
+tls_client py "$TLS_PORT" big.bin "$d/zero" "$mnt/z.%p.jsonl"
+tls_traces "$mnt/z.*"
+if [ "$(cat "$d/zero.rc")" = 0 ] && [ "${#TRACES[@]}" = 0 ] &&
+    [ "$(grep -c '^tlsmeter:.*No space left' "$d/zero.err")" = 1 ]; then
+    pass "trace-diskfull from the start: no file left, one warning naming ENOSPC"
+else
+    fail "trace-diskfull from the start: exit $(cat "$d/zero.rc"), files ${TRACES[*]}, stderr: $(head -c 300 "$d/zero.err")"
+fi
