@@ -18,6 +18,7 @@
 struct node {
     int name;
     uint32_t child, sibling; /* 0: none (node 0 is the root, never a child) */
+    uint32_t last;           /* last child: appending is O(1) with 2M siblings */
     uint64_t w;
 };
 
@@ -42,16 +43,15 @@ static uint32_t child_of(struct fg *g, uint32_t parent, int name)
     grow_array((void **)&g->n, &g->cap, g->nn, sizeof(*g->n));
     c = &g->n[g->nn];
     c->name = name;
-    /* Appended at the end of the parent's list, so frames keep the order they first came. */
-    if (!g->n[parent].child) {
+    c->child = c->sibling = c->last = 0;
+    c->w = 0;
+    /* Appended at the end of the parent's list, so frames keep the order they first came
+     * (the lookup is the hash map; the list is only for drawing). */
+    if (!g->n[parent].child)
         g->n[parent].child = (uint32_t)g->nn;
-    } else {
-        uint32_t k = g->n[parent].child;
-
-        while (g->n[k].sibling)
-            k = g->n[k].sibling;
-        g->n[k].sibling = (uint32_t)g->nn;
-    }
+    else
+        g->n[g->n[parent].last].sibling = (uint32_t)g->nn;
+    g->n[parent].last = (uint32_t)g->nn;
     imap__put(&g->map, parent, (uint64_t)name, (uint32_t)g->nn);
     return (uint32_t)g->nn++;
 }
