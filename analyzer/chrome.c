@@ -2,6 +2,7 @@
  * reads and records as slices on per-thread tracks, one process per trace. */
 #include "report.h"
 
+#include "utf8.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 struct chrome {
     FILE *out;
     size_t n;          /* events written */
+    size_t dropped;    /* events that could not be encoded (said at close, never silent) */
     long named;        /* index of the last trace whose process name was written */
     int64_t origin_ns; /* start_unix_ns of the first trace: aligns a fleet on one axis */
 };
@@ -26,6 +28,10 @@ struct chrome *chrome__open(FILE *out)
 
 static void emit(struct chrome *c, json_t *o)
 {
+    if (!o) {
+        c->dropped++;
+        return;
+    }
     if (c->n++)
         fputs(",\n", c->out);
     json_dumpf(o, c->out, JSON_COMPACT | JSON_REAL_PRECISION(15));
@@ -65,10 +71,14 @@ static json_t *rec_slice(const struct chrome *c, const struct trace *t, const st
     char name[64];
     json_t *o;
 
+    /* 40 bytes of the cipher at most, cut between characters: json_pack refuses a string
+     * that is not UTF-8, and the slice would be lost. */
     snprintf(name, sizeof(name), "decrypt %.*s",
-             (int)(e->s[S_CIPHER].n < 40 ? e->s[S_CIPHER].n : 40),
+             (int)(e->s[S_CIPHER].n ? utf8_prefix(e->s[S_CIPHER].p, e->s[S_CIPHER].n, 40) : 0),
              e->s[S_CIPHER].n ? e->s[S_CIPHER].p : "");
     o = slice(c, t, e, name, "record", e->i[I_CRYPTO_NS]);
+    if (!o)
+        return NULL;
     json_object_set_new(o, "args",
                         json_pack("{s:I, s:I, s:I, s:s%, s:s%, s:I}", "conn",
                                   (json_int_t)e->i[I_CONN], "len", (json_int_t)e->i[I_LEN], "pt",
@@ -89,14 +99,14 @@ void chrome__event(void *ctx, const struct model *m, const struct trace *t, cons
         o = rec_slice(c, t, e);
     } else {
         o = slice(c, t, e, "SSL_read", "read", e->i[I_NS]);
-        json_object_set_new(o, "args",
-                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "conn", (json_int_t)e->i[I_CONN],
-                                      "want", (json_int_t)e->i[I_WANT], "got",
-                                      (json_int_t)e->i[I_GOT], "recs", (json_int_t)e->i[I_RECS],
-                                      "crypto_ns", (json_int_t)e->i[I_CRYPTO_NS]));
+        if (o)
+            json_object_set_new(
+                o, "args",
+                json_pack("{s:I, s:I, s:I, s:I, s:I}", "conn", (json_int_t)e->i[I_CONN], "want",
+                          (json_int_t)e->i[I_WANT], "got", (json_int_t)e->i[I_GOT], "recs",
+                          (json_int_t)e->i[I_RECS], "crypto_ns", (json_int_t)e->i[I_CRYPTO_NS]));
     }
-    if (o)
-        emit(c, o);
+    emit(c, o);
 }
 
 int chrome__close(struct chrome *c)
@@ -105,6 +115,11 @@ int chrome__close(struct chrome *c)
 
     fprintf(c->out, "\n]}\n");
     rc = ferror(c->out) ? -1 : 0;
+    if (c->dropped)
+        fprintf(stderr,
+                "tlsmeter-analyze: --chrome: %zu events could not be encoded and are not in "
+                "the output\n",
+                c->dropped);
     free(c);
     return rc;
 }
