@@ -40,7 +40,9 @@ static void emit(struct chrome *c, json_t *o)
 
 static double us(const struct chrome *c, const struct trace *t, int64_t ns)
 {
-    double off = t->start_unix_ns && c->origin_ns ? (double)(t->start_unix_ns - c->origin_ns) : 0;
+    /* In double: the difference of two hostile int64 values may not fit in one. */
+    double off =
+        t->start_unix_ns && c->origin_ns ? (double)t->start_unix_ns - (double)c->origin_ns : 0;
 
     return (off + (double)ns) / 1e3;
 }

@@ -92,6 +92,8 @@ struct trace {
     int64_t reroute_routed, reroute_fallback;
     char *quiet, *reroute_reason;
     char *exec; /* the end line was written before exec*() of this (the trace stops there) */
+    /* end.user_ns + end.sys_ns does not fit 64 bits: CPU time unknown */
+    bool cpu_overflow;
     char *unfired[MAX_UNFIRED];
     int nunfired;
     uint64_t lines, lines_skipped, lines_unknown, events;
