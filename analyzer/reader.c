@@ -221,6 +221,15 @@ static void too_long(struct rd *r, FILE *f)
     int c;
 
     r->lineno++;
+    if (!r->header_seen) {
+        /* The header is the first line: one too long is no header (the next line is not
+         * taken instead), the same error as any other first line that is not one. */
+        if (r->warn)
+            fprintf(r->warn, "%s:%llu: not a tlsmeter trace: the first line is %s\n", r->t->file,
+                    (unsigned long long)r->lineno, "longer than 1 MiB");
+        r->status = RD_NOT_TRACE;
+        return;
+    }
     skipped(r, "line longer than 1 MiB");
     while ((c = getc(f)) != EOF && c != '\n')
         ;
