@@ -4,6 +4,7 @@
 #include "reader.h"
 
 #include "scan.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <errno.h>
@@ -122,10 +123,30 @@ static void slow_line(struct rd *r, const char *p, size_t n, bool complete)
     json_decref(o);
 }
 
+/* The header as JSON. A header an older writer wrote with raw bytes that are not UTF-8 (a
+ * setting, a path) is read with them replaced by U+FFFD, said once: one bad field must not
+ * lose the whole trace. */
+static json_t *parse_header(struct rd *r, const char *p, size_t n, bool complete, char *err,
+                            size_t errlen)
+{
+    json_t *o = parse(r, p, n, complete, err, errlen);
+    size_t fixed_n;
+    char *fixed;
+
+    if (o || !(fixed = utf8_repair(p, n, &fixed_n)))
+        return o;
+    o = parse(r, fixed, fixed_n, complete, err, errlen);
+    free(fixed);
+    if (o && r->warn)
+        fprintf(r->warn, "%s:%llu: header holds bytes that are not UTF-8: read as U+FFFD\n",
+                r->t->file, (unsigned long long)r->lineno);
+    return o;
+}
+
 static void first_line(struct rd *r, const char *p, size_t n, bool complete)
 {
     char err[200];
-    json_t *o = parse(r, p, n, complete, err, sizeof(err));
+    json_t *o = parse_header(r, p, n, complete, err, sizeof(err));
     int rc;
 
     if (!o && !complete) {

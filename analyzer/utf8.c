@@ -2,6 +2,8 @@
  * fixed buffers may cut them, and outputs must not carry half a character). */
 #include "utf8.h"
 
+#include "util.h"
+
 #include <string.h>
 
 size_t utf8_char(const char *str, size_t avail, uint32_t *cp)
@@ -78,4 +80,30 @@ size_t utf8_count(const char *s)
         chars++;
     }
     return chars;
+}
+
+char *utf8_repair(const char *s, size_t n, size_t *out_n)
+{
+    size_t i = 0, o = 0, k;
+    uint32_t cp;
+    char *r;
+
+    while (i < n && (k = utf8_char(s + i, n - i, &cp)))
+        i += k;
+    if (i == n)
+        return NULL;
+    r = xmalloc(3 * n + 1);
+    for (i = 0; i < n; i += k ? k : 1) {
+        k = utf8_char(s + i, n - i, &cp);
+        if (k) {
+            memcpy(r + o, s + i, k);
+            o += k;
+        } else {
+            memcpy(r + o, "\xef\xbf\xbd", 3); /* U+FFFD */
+            o += 3;
+        }
+    }
+    r[o] = '\0';
+    *out_n = o;
+    return r;
 }

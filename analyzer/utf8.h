@@ -18,4 +18,8 @@ void utf8_trim_tail(char *s);
 /* Characters (not bytes) in s; a byte that is not valid UTF-8 counts as one. */
 size_t utf8_count(const char *s);
 
+/* A copy of s[0..n) with every byte that is not valid UTF-8 replaced by U+FFFD (length in
+ * *out_n, NUL-terminated; free it), or NULL when s is valid UTF-8 already. */
+char *utf8_repair(const char *s, size_t n, size_t *out_n);
+
 #endif

@@ -7,8 +7,9 @@
 # ever), names with cut UTF-8 / U+FFFE / U+FFFF / C0 controls in the SVG (xmllint refused
 # it), --chrome with a cipher cut inside a character (every slice dropped, exit 0), an end
 # line with INT64_MAX CPU figures (signed overflow; "no end line"), a first line over 1 MiB
-# (skipped, line 2 taken as the header). The time bounds are the issue's, generously: a
-# run past them is killed and fails, no timing is asserted.
+# (skipped, line 2 taken as the header), a raw \xff in a header setting (the whole trace
+# refused). The time bounds are the issue's, generously: a run past them is killed and fails,
+# no timing is asserted.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 d=$(case_dir)
@@ -128,6 +129,15 @@ if runs "hostile-analyzer int64-end" 20 "$A" "$d/ie.jsonl"; then
     else
         fail "hostile-analyzer int64-end-cpu-figure-or-overflow: $cpu"
     fi
+fi
+
+# A header an older writer wrote with a raw \xff in a setting: read (U+FFFD), said, not lost.
+"$PY" "$gen" raw-header-byte "$d/raw.jsonl"
+if "$A" --json "$d/raw.jsonl" >"$d/raw.json" 2>"$d/raw.err" &&
+    grep -q 'raw.jsonl:1: header holds bytes that are not UTF-8' "$d/raw.err"; then
+    pass "hostile-analyzer raw-byte-header-not-lost"
+else
+    fail "hostile-analyzer raw-byte-header-not-lost: exit $?: $(head -c 300 "$d/raw.err")"
 fi
 
 # A first line over 1 MiB is no header either: the same error and exit 4 as a short bad one.

@@ -7,6 +7,7 @@ analyzer (tests/cases/hostile-analyzer.sh, the fuzz corpus). Kinds:
   cut-cipher       records whose cipher string is cut inside a UTF-8 character
   int64-end        an end line with user_ns = sys_ns = INT64_MAX
   module-path PATH one stacked record whose module file is PATH (a FIFO, /dev/tty, ...)
+  raw-header-byte  a header with a raw \\xff byte in a setting (what older writers wrote)
 """
 import json
 import random
@@ -101,8 +102,17 @@ def module_path(out, path):
     out.write(line(END))
 
 
+def raw_header_byte(path):
+    h = dict(HEADER, config=dict(HEADER["config"], TLSMETER_BACKEND_PROPQ="fips=@no"))
+    with open(path, "wb") as out:
+        out.write(line(h).replace("fips=@no", "fips=\udcffno").encode("utf-8", "surrogateescape"))
+        out.write((line(LIB) + line(rec(1000, 1)) + line(END)).encode())
+
+
 def main():
     kind, path = sys.argv[1], sys.argv[2]
+    if kind == "raw-header-byte":
+        return raw_header_byte(path)
     with open(path, "w", encoding="utf-8") as out:
         if kind == "conns":
             conns(out, int(sys.argv[3]))
