@@ -41,8 +41,11 @@ runs() {
     timeout -k 5 "$secs" "$@" >"$d/out" 2>"$d/err"
     rc=$?
     [ "$rc" -eq 0 ] && return 0
-    [ "$rc" -ge 124 ] && fail "$name: killed after $secs s (exit $rc)" ||
+    if [ "$rc" -ge 124 ]; then
+        fail "$name: killed after $secs s (exit $rc)"
+    else
         fail "$name: exit $rc: $(head -c 300 "$d/err")"
+    fi
     return 1
 }
 bounded() {
