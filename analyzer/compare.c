@@ -43,8 +43,8 @@ static void row_num(FILE *out, const char *what, const char *fmt, double a, doub
     char x[32], y[32];
     struct fmtbuf z;
 
-    snprintf(x, sizeof(x), fmt, a);
-    snprintf(y, sizeof(y), fmt, b);
+    snprintf(x, sizeof(x), a >= 0 ? fmt : "-", a); /* < 0: not known */
+    snprintf(y, sizeof(y), b >= 0 ? fmt : "-", b);
     line(out, what, x, y, change(&z, a, b));
 }
 
@@ -65,6 +65,19 @@ static void paths(const struct summary *s, char *buf, size_t n)
     for (i = 0; i < s->nrows && off < n; i++)
         off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? "," : "",
                                 model__name(s->m, s->rows[i].path));
+}
+
+/* The bulk median of the cipher with most bulk records (-1: too few): the throughput figure
+ * fixed per-record costs do not move. */
+static double bulk_median(const struct summary *s)
+{
+    const struct class_fig *best = NULL;
+    int i;
+
+    for (i = 0; i < s->nciphers; i++)
+        if (!best || s->ciphers[i].fig[SC_BULK].used > best->used)
+            best = &s->ciphers[i].fig[SC_BULK];
+    return best && best->used >= BULK_MIN_RECORDS ? best->median : -1;
 }
 
 static void ids(FILE *out, const char *tag, const struct summary *s)
@@ -101,8 +114,9 @@ void report_compare_text(FILE *out, const struct summary *a, const struct summar
     row_num(out, "bytes/read p50", "%.0f", (double)hist__pct(&a->m->read_got, 0.5),
             (double)hist__pct(&b->m->read_got, 0.5));
     row_num(out, "records", "%.0f", (double)x->recs, (double)y->recs);
-    row_ns(out, "crypto time", (double)x->crypto_ns, (double)y->crypto_ns);
+    row_ns(out, "crypto time", (double)a->crypto_ns, (double)b->crypto_ns);
     row_num(out, "crypto ns/B", "%.3f", a->nspb, b->nspb);
+    row_num(out, "bulk ns/B median", "%.3f", bulk_median(a), bulk_median(b));
     row_pct(out, "crypto share of CPU", a->share_cpu, b->share_cpu);
     row_pct(out, "crypto share of wall", a->share_wall, b->share_wall);
     line(out, "implementation", impl__name(a->impl), impl__name(b->impl),
@@ -128,9 +142,9 @@ int report_compare_json(FILE *out, const struct summary *a, const struct summary
     json_object_set_new(o, "b", report_json_object(b));
     json_object_set_new(r, "duration_ns", ratio((double)a->duration_ns, (double)b->duration_ns));
     json_object_set_new(r, "cpu_ns", ratio((double)a->cpu_ns, (double)b->cpu_ns));
-    json_object_set_new(r, "crypto_ns",
-                        ratio((double)a->m->st.crypto_ns, (double)b->m->st.crypto_ns));
+    json_object_set_new(r, "crypto_ns", ratio((double)a->crypto_ns, (double)b->crypto_ns));
     json_object_set_new(r, "crypto_ns_per_byte", ratio(a->nspb, b->nspb));
+    json_object_set_new(r, "bulk_ns_per_byte_median", ratio(bulk_median(a), bulk_median(b)));
     json_object_set_new(r, "crypto_share_cpu", ratio(a->share_cpu, b->share_cpu));
     json_object_set_new(r, "throughput", ratio(a->throughput, b->throughput));
     json_object_set_new(r, "reads", ratio((double)a->m->st.reads, (double)b->m->st.reads));

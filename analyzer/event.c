@@ -28,6 +28,8 @@ static const struct field fields[] = {
     {"reads", FT_INT, I_READS},
     {"hs_ns", FT_INT, I_HS_NS},
     {"hs_call_ns", FT_INT, I_HS_CALL_NS},
+    {"preempt", FT_INT, I_PREEMPT},
+    {"wall_ns", FT_INT, I_WALL_NS},
     {"ev", FT_STR, S_EV},
     {"cipher", FT_STR, S_CIPHER},
     {"path", FT_STR, S_PATH},

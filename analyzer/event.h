@@ -45,6 +45,8 @@ enum ev_int {
     I_READS,
     I_HS_NS,
     I_HS_CALL_NS,
+    I_PREEMPT, /* rec: context switches seen during the record (docs/trace-format.md) */
+    I_WALL_NS, /* rec: wall time when it differs from the on-CPU crypto_ns */
     I_N
 };
 

@@ -4,6 +4,7 @@
 
 #include "util.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 int hist__log2_idx(uint64_t v)
@@ -176,4 +177,92 @@ void hist__free(struct hist *h)
     free(h->exact);
     h->ll = NULL;
     h->exact = NULL;
+}
+
+static int rbin(double v)
+{
+    double k;
+
+    if (!(v > RHIST_LO)) /* also NaN */
+        return 0;
+    k = log2(v / RHIST_LO) * RHIST_PER_OCTAVE;
+    return k >= RHIST_N - 1 ? RHIST_N - 1 : (int)k;
+}
+
+static void rbin_add(struct rhist *h, int i, uint64_t count)
+{
+    uint64_t c = h->bins[i] + count;
+
+    if (c > UINT32_MAX) {
+        c = UINT32_MAX;
+        h->big++;
+    }
+    h->bins[i] = (uint32_t)c;
+}
+
+void rhist__add(struct rhist *h, double v)
+{
+    if (!h->bins)
+        h->bins = xcalloc(RHIST_N, sizeof(*h->bins));
+    if (!h->n || v < h->min)
+        h->min = v;
+    if (!h->n || v > h->max)
+        h->max = v;
+    h->n++;
+    h->sum += v;
+    rbin_add(h, rbin(v), 1);
+}
+
+void rhist__merge(struct rhist *dst, const struct rhist *src)
+{
+    int i;
+
+    if (!src->n)
+        return;
+    if (!dst->bins)
+        dst->bins = xcalloc(RHIST_N, sizeof(*dst->bins));
+    if (!dst->n || src->min < dst->min)
+        dst->min = src->min;
+    if (!dst->n || src->max > dst->max)
+        dst->max = src->max;
+    dst->n += src->n;
+    dst->sum += src->sum;
+    dst->big += src->big;
+    for (i = 0; i < RHIST_N; i++)
+        if (src->bins[i])
+            rbin_add(dst, i, src->bins[i]);
+}
+
+double rhist__pct(const struct rhist *h, double p)
+{
+    uint64_t rank, seen = 0;
+    double mid;
+    int i;
+
+    if (!h->n)
+        return 0;
+    rank = (uint64_t)(p * (double)h->n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    for (i = 0; i < RHIST_N; i++) {
+        seen += h->bins[i];
+        if (seen >= rank)
+            break;
+    }
+    if (i == RHIST_N)
+        return h->max;
+    /* The geometric middle of bin i, kept inside what was seen. */
+    mid = RHIST_LO * exp2(((double)i + 0.5) / RHIST_PER_OCTAVE);
+    return mid < h->min ? h->min : mid > h->max ? h->max : mid;
+}
+
+double rhist__mean(const struct rhist *h)
+{
+    return h->n ? h->sum / (double)h->n : 0.0;
+}
+
+void rhist__free(struct rhist *h)
+{
+    free(h->bins);
+    h->bins = NULL;
 }

@@ -1,4 +1,5 @@
-/* hist.h: bounded-memory histograms with exact percentiles for the values traces carry. */
+/* hist.h: bounded-memory histograms: exact percentiles for the integer values traces carry,
+ * log-binned ones for per-record ns/B. */
 #ifndef TLSM_HIST_H
 #define TLSM_HIST_H
 
@@ -34,5 +35,29 @@ double hist__mean(const struct hist *h);
 int hist__log2_idx(uint64_t v);
 uint64_t hist__log2_lo(int k);
 void hist__free(struct hist *h);
+
+/* Ratios (ns per byte of one record): log-spaced bins, RHIST_PER_OCTAVE per doubling from
+ * RHIST_LO (0.01 ns/B) over RHIST_OCTAVES doublings (to ~168 us/B): each bin is 1.09 % wide,
+ * and a percentile is the geometric middle of its bin clamped to the samples' min and max, so
+ * it is within 0.55 % of the exact sample value. Values outside the range land in the first or
+ * last bin (their percentile is then the min or max). The mean is exact. */
+#define RHIST_LO         0.01
+#define RHIST_PER_OCTAVE 64
+#define RHIST_OCTAVES    24
+#define RHIST_N          (RHIST_PER_OCTAVE * RHIST_OCTAVES)
+
+struct rhist {
+    uint64_t n;
+    double sum, min, max;
+    uint32_t *bins; /* RHIST_N counts, allocated on first add */
+    uint64_t big;   /* bins saturate at UINT32_MAX; past that the percentiles are rough */
+};
+
+void rhist__add(struct rhist *h, double v);
+void rhist__merge(struct rhist *dst, const struct rhist *src);
+/* Smallest v such that at least p (0 < p <= 1) of the samples are <= v; 0 when empty. */
+double rhist__pct(const struct rhist *h, double p);
+double rhist__mean(const struct rhist *h);
+void rhist__free(struct rhist *h);
 
 #endif

@@ -68,6 +68,8 @@ enum blind_reason {
     BR_GOT_ELSEWHERE,
     BR_OPENSSL_1,
     BR_KTLS,
+    BR_CALLS_ELSEWHERE,
+    BR_OTHER_LIBRARY,
     BR_N
 };
 
@@ -81,6 +83,12 @@ struct blind {
     unsigned reasons; /* bit per enum blind_reason */
     int64_t record_relocs, got_tlsmeter, got_elsewhere; /* -1: not in the trace */
     int64_t conns;                                      /* ktls: connections seen */
+    /* what "calls": the hooked functions bound past tlsmeter, into which object, how the
+     * object was loaded ("deepbind", "namespace") and which object needs it. */
+    char *fns, *bound_to, *scope, *needed_by;
+    /* what "other_tls": the library's name ("GnuTLS") and hooked calls counted into it */
+    char *library;
+    int64_t calls;
 };
 
 struct trace {
@@ -91,6 +99,12 @@ struct trace {
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t reroute_routed, reroute_fallback;
     char *quiet, *reroute_reason;
+    char *cputime, *cputime_why; /* header: how crypto_ns was measured ("wall" if absent) */
+    bool cputime_exact;          /* perf-clock: crypto_ns is on-CPU time, preempt or not */
+    int64_t preempted;           /* end.preempted, -1 when absent */
+    uint64_t recs_flagged;       /* records with rec.preempt > 0 */
+    uint64_t recs_left_out;      /* of those, left out of ns/B (cputime not exact) */
+    uint64_t offcpu_ns;          /* perf-clock: sum of wall_ns - crypto_ns where given */
     char *exec; /* the end line was written before exec*() of this (the trace stops there) */
     /* end.user_ns + end.sys_ns does not fit 64 bits: CPU time unknown */
     bool cpu_overflow;
@@ -103,8 +117,32 @@ struct trace {
     int ncalibs;
     struct blind blind[MAX_BLIND];
     int nblind;
+    uint64_t recs_outside_reads; /* application-data records with rec.read 0 */
     uint64_t nconns, nthreads;
     struct stats st;
+};
+
+/* Size classes by rec.pt (plaintext bytes): fixed per-record work dominates tiny records, bulk
+ * records show the cipher's throughput; their ns/B are never mixed. */
+enum size_class { SC_TINY, SC_SMALL, SC_BULK, SC_N };
+#define SC_SMALL_MIN 256
+#define SC_BULK_MIN  2048
+/* Fewer bulk records than this: no bulk median, so no gain figure and no ns/B cross-check
+ * (a handful of records is one burst, not a throughput). */
+#define BULK_MIN_RECORDS 16
+
+/* Per-record ns/B (crypto_ns / pt) of one size class. Records switched out during the
+ * decryption (rec.preempt, where the header's cputime cannot give on-CPU time) are left out
+ * of nspb and counted, with what is needed to estimate their on-CPU time afterwards. */
+struct class_stats {
+    uint64_t recs;         /* every record of the class, pt 0 included */
+    uint64_t crypto_ns;    /* their crypto_ns as written */
+    uint64_t left_out;     /* switched out, not in nspb */
+    uint64_t left_pt;      /* their plaintext bytes (pt > 0 ones) */
+    uint64_t left_ns;      /* their crypto_ns (pt > 0 ones): wall time */
+    uint64_t left_nopt_ns; /* crypto_ns of switched-out records with pt 0: kept as is */
+    uint64_t flagged;      /* rec.preempt > 0, whatever the cputime method */
+    struct rhist nspb;     /* records with pt > 0 not left out */
 };
 
 /* Records by (trace, instance, cipher, path): the unit the implementation class is decided
@@ -114,6 +152,7 @@ struct bucket {
     int64_t lib; /* rec.lib, 0 when the trace does not say */
     int cipher, path;
     struct stats st;
+    struct class_stats cls[SC_N];
 };
 
 struct conn {
@@ -171,6 +210,7 @@ int model__blind(struct model *m, struct trace *t, json_t *o, char *err, size_t 
 void model__end_blind(struct trace *t, json_t *arr);
 /* Blind spots over all traces whose what is `what` ("tls", "ktls"; NULL: all). */
 int model__blind_count(const struct model *m, const char *what);
+void model__blind_free(struct blind *b);
 const char *blind_reason__name(enum blind_reason r);
 /* The reason in words, for the report. */
 const char *blind_reason__text(enum blind_reason r);
@@ -184,6 +224,20 @@ const struct lib *trace__bucket_lib(const struct trace *t, const struct bucket *
                                     const char *path_name);
 void stats__add(struct stats *dst, const struct stats *src);
 double stats__ns_per_byte(const struct stats *s);
+enum size_class size_class__of(int64_t pt);
+const char *size_class__name(enum size_class c);
+/* The class's on-CPU crypto estimate: its records' crypto_ns, with each switched-out record
+ * replaced by pt x the median ns/B of the class's other records (or kept, if there are none). */
+uint64_t class_stats__crypto_ns(const struct class_stats *c);
+/* Median ns/B of the bucket's bulk records (not switched out), or -1 with fewer than
+ * BULK_MIN_RECORDS of them: the figure a class cross-check may use. */
+double bucket__bulk_median(const struct bucket *b);
+/* The bucket's crypto time: class_stats__crypto_ns over its classes. */
+uint64_t bucket__crypto_ns(const struct bucket *b);
+/* Feeds one rec event into its bucket's size class (classes.c). */
+void classes__rec(struct trace *t, struct bucket *b, const struct event *e);
+void class_stats__merge(struct class_stats *dst, const struct class_stats *src);
+void class_stats__free(struct class_stats *c);
 const char *cap__name(enum cap c);
 
 #endif

@@ -95,6 +95,10 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
     t->mode = str_dup(o, "crypto_mode");
     t->version = str_dup(o, "version");
     t->emulated = looks_emulated(t, o);
+    /* How crypto_ns was measured (docs/trace-format.md); older traces: wall time. */
+    t->cputime = str_dup(o, "cputime");
+    t->cputime_why = str_dup(o, "cputime_why");
+    t->cputime_exact = t->cputime && !strcmp(t->cputime, "perf-clock");
     cpu_crypto(t, json_object_get(o, "cpu_crypto"));
     stacks__header(&m->stacks, (uint32_t)(t - m->traces), json_object_get(o, "config"));
     return 0;
@@ -174,6 +178,7 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     }
     t->events_declared = int_get(o, "events", -1);
     t->dropped = int_get(o, "dropped", 0);
+    t->preempted = int_get(o, "preempted", -1);
     t->hooks_known =
         json_is_object(json_object_get(o, "hooks")) || json_is_array(json_object_get(o, "unfired"));
     end_unfired(t, json_object_get(o, "unfired"));

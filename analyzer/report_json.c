@@ -6,7 +6,7 @@
 
 static json_t *jint(uint64_t v)
 {
-    return json_integer((json_int_t)v);
+    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v); /* saturated sums */
 }
 
 /* Reals rounded to 6 significant digits so golden outputs do not churn on the last
@@ -58,6 +58,69 @@ static json_t *stats_obj(const struct stats *s)
     return o;
 }
 
+/* One size class: what the ns/B figures cover and the figures (null when no record). */
+static json_t *class_obj(const struct class_fig *f)
+{
+    json_t *o = json_object();
+    bool any = f->used > 0;
+
+    json_object_set_new(o, "records", jint(f->recs));
+    json_object_set_new(o, "in_ns_per_byte", jint(f->used));
+    json_object_set_new(o, "left_out", jint(f->left_out));
+    json_object_set_new(o, "crypto_ns", jint(f->crypto_ns));
+    json_object_set_new(o, "mean", any ? jreal(f->mean) : json_null());
+    json_object_set_new(o, "median", any ? jreal(f->median) : json_null());
+    json_object_set_new(o, "p90", any ? jreal(f->p90) : json_null());
+    return o;
+}
+
+static json_t *classes_obj(const struct class_fig fig[SC_N])
+{
+    json_t *o = json_object();
+    int k;
+
+    for (k = 0; k < SC_N; k++)
+        json_object_set_new(o, size_class__name((enum size_class)k), class_obj(&fig[k]));
+    return o;
+}
+
+static json_t *ciphers_nspb_arr(const struct summary *s)
+{
+    json_t *a = json_array();
+    int i;
+
+    for (i = 0; i < s->nciphers; i++) {
+        json_t *o = classes_obj(s->ciphers[i].fig);
+
+        json_object_set_new(o, "cipher", jstr(model__name(s->m, s->ciphers[i].cipher)));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
+static json_t *buckets_arr(const struct summary *s)
+{
+    const struct model *m = s->m;
+    struct class_fig fig[SC_N];
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+        json_t *o = json_object();
+
+        bucket__class_figs(b, fig);
+        json_object_set_new(o, "file", jstr(m->traces[b->trace].file));
+        json_object_set_new(o, "lib", json_integer(b->lib));
+        json_object_set_new(o, "cipher", jstr(model__name(m, b->cipher)));
+        json_object_set_new(o, "path", jstr(model__name(m, b->path)));
+        json_object_set_new(o, "crypto_ns", jint(bucket__crypto_ns(b)));
+        json_object_set_new(o, "size_classes", classes_obj(fig));
+        json_array_append_new(a, o);
+    }
+    return a;
+}
+
 static json_t *rows_arr(const struct summary *s)
 {
     json_t *a = json_array();
@@ -72,6 +135,10 @@ static json_t *rows_arr(const struct summary *s)
         json_object_set_new(o, "impl", jstr(impl__name(w->cls)));
         json_object_set_new(o, "impl_detail", jstr(w->detail));
         json_object_set_new(o, "impl_mixed", json_boolean(w->mixed));
+        json_object_set_new(o, "crypto_ns", jint(w->crypto_ns));
+        json_object_set_new(o, "crypto_ns_per_byte",
+                            jreal(w->st.rec_ct ? (double)w->crypto_ns / (double)w->st.rec_ct : 0));
+        json_object_set_new(o, "size_classes", classes_obj(w->fig));
         json_array_append_new(a, o);
     }
     return a;
@@ -131,10 +198,24 @@ static json_t *blind_obj(const struct trace *t, const struct blind *b)
     json_object_set_new(o, "version", jstr(b->version));
     json_object_set_new(o, "reasons", names);
     json_object_set_new(o, "why", why);
-    json_object_set_new(o, "verdict", jstr(strcmp(b->what, "ktls") ? "blind-copy" : "ktls"));
+    json_object_set_new(o, "verdict",
+                        jstr(!strcmp(b->what, "ktls")        ? "ktls"
+                             : !strcmp(b->what, "calls")     ? "reads-bypassed"
+                             : !strcmp(b->what, "other_tls") ? "other-tls"
+                                                             : "blind-copy"));
     if (!strcmp(b->what, "ktls"))
         json_object_set_new(o, "conns", json_integer(b->conns));
-    else {
+    else if (!strcmp(b->what, "calls")) {
+        json_object_set_new(o, "fns", jstr(b->fns));
+        json_object_set_new(o, "bound_to", jstr(b->bound_to));
+        json_object_set_new(o, "scope", jstr(b->scope));
+        json_object_set_new(o, "needed_by", jstr(b->needed_by));
+        json_object_set_new(o, "records_outside_reads",
+                            json_integer((json_int_t)t->recs_outside_reads));
+    } else if (!strcmp(b->what, "other_tls")) {
+        json_object_set_new(o, "library", jstr(b->library));
+        json_object_set_new(o, "calls", json_integer(b->calls));
+    } else {
         json_object_set_new(o, "record_relocs", json_integer(b->record_relocs));
         json_object_set_new(o, "got_tlsmeter", json_integer(b->got_tlsmeter));
         json_object_set_new(o, "got_elsewhere", json_integer(b->got_elsewhere));
@@ -186,6 +267,13 @@ static json_t *traces_arr(const struct summary *s)
         json_object_set_new(o, "lines_skipped", jint(t->lines_skipped));
         json_object_set_new(o, "emulated", json_boolean(t->emulated));
         json_object_set_new(o, "unfired", unfired_arr(t));
+        json_object_set_new(o, "cputime", jstr(t->cputime ? t->cputime : "wall"));
+        json_object_set_new(o, "cputime_why", t->cputime_why ? jstr(t->cputime_why) : json_null());
+        json_object_set_new(o, "records_switched_out", jint(t->recs_flagged));
+        json_object_set_new(o, "records_left_out", jint(t->recs_left_out));
+        json_object_set_new(o, "preempted",
+                            t->preempted >= 0 ? json_integer(t->preempted) : json_null());
+        json_object_set_new(o, "offcpu_ns", jint(t->offcpu_ns));
         json_array_append_new(a, o);
     }
     return a;
@@ -201,8 +289,13 @@ static void totals(json_t *o, const struct summary *s)
     json_object_set_new(o, "records", jint(st->recs));
     json_object_set_new(o, "records_app", jint(st->recs_app));
     json_object_set_new(o, "records_tag_failed", jint(st->tag_fail));
-    json_object_set_new(o, "crypto_ns", jint(st->crypto_ns));
+    json_object_set_new(o, "crypto_ns", jint(s->crypto_ns));
+    json_object_set_new(o, "crypto_ns_written", jint(s->crypto_ns_raw));
     json_object_set_new(o, "crypto_ns_per_byte", jreal(s->nspb));
+    json_object_set_new(o, "cputime", jstr(s->cputime));
+    json_object_set_new(o, "cputime_text", jstr(s->cputime_text));
+    json_object_set_new(o, "records_switched_out", jint(s->recs_flagged));
+    json_object_set_new(o, "records_left_out", jint(s->recs_left_out));
     json_object_set_new(o, "impl", jstr(impl__name(s->impl)));
     json_object_set_new(o, "paths", paths_obj(s));
     json_object_set_new(o, "duration_ns", json_integer(s->duration_ns));
@@ -211,6 +304,9 @@ static void totals(json_t *o, const struct summary *s)
     json_object_set_new(o, "crypto_share_wall", jreal(s->share_wall));
     json_object_set_new(o, "crypto_share_cpu",
                         s->share_cpu >= 0 ? jreal(s->share_cpu) : json_null());
+    json_object_set_new(o, "decrypting_threads", jint(s->nthreads_dec));
+    json_object_set_new(o, "cpu_undercount_ns", json_integer(s->cpu_short_ns));
+    json_object_set_new(o, "wall_overrun_ns", json_integer(s->wall_short_ns));
 }
 
 json_t *report_json_object(const struct summary *s)
@@ -223,6 +319,8 @@ json_t *report_json_object(const struct summary *s)
     json_object_set_new(o, "record_len", hist_obj(&s->m->rec_len));
     json_object_set_new(o, "records_per_read", hist_obj(&s->m->recs_per_read));
     json_object_set_new(o, "ciphers", rows_arr(s));
+    json_object_set_new(o, "record_ns_per_byte", ciphers_nspb_arr(s));
+    json_object_set_new(o, "buckets", buckets_arr(s));
     json_object_set_new(o, "connections", jint(s->m->nconns));
     json_object_set_new(o, "threads", jint(s->m->nthreads));
     if (s->prof)

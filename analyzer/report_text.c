@@ -104,30 +104,81 @@ static void records(FILE *out, const struct summary *s)
 static void crypto_row(FILE *out, const struct summary *s, const struct row *w)
 {
     struct fmtbuf a, b, c;
-    double nspb = stats__ns_per_byte(&w->st);
+    double nspb = w->st.rec_ct ? (double)w->crypto_ns / (double)w->st.rec_ct : 0;
 
     fprintf(out, "  %-18s %-7s %8llu %10s %10s %7.2f %11s  %s%s\n", model__name(s->m, w->cipher),
             *model__name(s->m, w->path) ? model__name(s->m, w->path) : "?",
             (unsigned long long)w->st.recs, fmt_bytes(&a, w->st.rec_ct),
-            fmt_ns(&b, (double)w->st.crypto_ns), nspb, nspb > 0 ? fmt_rate(&c, 1e9 / nspb) : "-",
+            fmt_ns(&b, (double)w->crypto_ns), nspb, nspb > 0 ? fmt_rate(&c, 1e9 / nspb) : "-",
             impl__name(w->cls), w->mixed ? " (mixed)" : "");
+}
+
+/* One size class of one cipher: records, how many are in the figures, mean/median/p90. */
+static void class_line(FILE *out, const char *cipher, enum size_class k, const struct class_fig *f)
+{
+    if (!f->recs)
+        return;
+    fprintf(out, "  %-18s %-7s %8llu %8llu", cipher, size_class__name(k), U(f->recs), U(f->used));
+    if (f->used)
+        fprintf(out, " %8.2f %8.2f %8.2f", f->mean, f->median, f->p90);
+    else
+        fprintf(out, " %8s %8s %8s", "-", "-", "-");
+    if (f->left_out)
+        fprintf(out, "  %llu switched out, left out", U(f->left_out));
+    fputc('\n', out);
+}
+
+static void classes(FILE *out, const struct summary *s)
+{
+    int i, k;
+
+    fprintf(out, "  ns/B per record (crypto_ns / plaintext; tiny < 256 B, small < 2 KiB, bulk):\n");
+    fprintf(out, "  %-18s %-7s %8s %8s %8s %8s %8s\n", "cipher", "size", "records", "in ns/B",
+            "mean", "median", "p90");
+    for (i = 0; i < s->nciphers; i++)
+        for (k = 0; k < SC_N; k++)
+            class_line(out, model__name(s->m, s->ciphers[i].cipher), (enum size_class)k,
+                       &s->ciphers[i].fig[k]);
+}
+
+/* The shares are clamped at 100 %; what lies beyond is said with its bound. */
+static void bounds(FILE *out, const struct summary *s)
+{
+    struct fmtbuf a, b;
+
+    if (s->cpu_short_ns > 0)
+        fprintf(out,
+                "  crypto >= 100 %% of the CPU the kernel accounted: process CPU undercounted "
+                "by at least %s\n",
+                fmt_ns(&a, (double)s->cpu_short_ns));
+    if (s->wall_short_ns > 0)
+        fprintf(out,
+                "  crypto exceeds wall time x %llu decrypting thread%s by %s (of %s): the "
+                "record times are off\n",
+                U(s->nthreads_dec), s->nthreads_dec == 1 ? "" : "s",
+                fmt_ns(&a, (double)s->wall_short_ns), fmt_ns(&b, (double)s->wall_threads_ns));
 }
 
 static void crypto(FILE *out, const struct summary *s)
 {
-    const struct model *m = s->m;
     struct fmtbuf a, b, c, d;
     int i;
 
-    fprintf(out, "crypto       %s, %.2f ns/B, %s; %s of wall time",
-            fmt_ns(&a, (double)m->st.crypto_ns), s->nspb,
-            s->nspb > 0 ? fmt_rate(&b, 1e9 / s->nspb) : "-", fmt_pct(&c, s->share_wall));
+    fprintf(out, "crypto       %s, %.2f ns/B, %s; %s%s of wall time",
+            fmt_ns(&a, (double)s->crypto_ns), s->nspb,
+            s->nspb > 0 ? fmt_rate(&b, 1e9 / s->nspb) : "-", s->wall_short_ns > 0 ? ">= " : "",
+            fmt_pct(&c, s->share_wall));
+    if (s->nthreads_dec > s->m->ntraces) /* a fleet of one-thread processes: plain wall */
+        fprintf(out, " x %llu threads", U(s->nthreads_dec));
     if (s->share_cpu >= 0)
-        fprintf(out, ", %s of CPU", fmt_pct(&d, s->share_cpu));
-    fprintf(out, "\n  %-18s %-7s %8s %10s %10s %7s %11s  %s\n", "cipher", "path", "records",
-            "bytes", "time", "ns/B", "rate", "class");
+        fprintf(out, ", %s%s of CPU", s->cpu_short_ns > 0 ? ">= " : "", fmt_pct(&d, s->share_cpu));
+    fprintf(out, "\n  crypto time: %s\n", s->cputime_text);
+    bounds(out, s);
+    fprintf(out, "  %-18s %-7s %8s %10s %10s %7s %11s  %s\n", "cipher", "path", "records", "bytes",
+            "time", "ns/B", "rate", "class");
     for (i = 0; i < s->nrows; i++)
         crypto_row(out, s, &s->rows[i]);
+    classes(out, s);
 }
 
 static void lib_line(FILE *out, const struct lib *l)
@@ -135,6 +186,27 @@ static void lib_line(FILE *out, const struct lib *l)
     fprintf(out, "  lib %lld %s%s%s%s [%s]\n", (long long)l->id, l->path ? l->path : "?",
             l->version ? " (" : "", l->version ? l->version : "", l->version ? ")" : "",
             l->role ? l->role : "?");
+}
+
+/* A bucket's per-record ns/B by size class, on one line. */
+static void bucket_classes(FILE *out, const struct bucket *b)
+{
+    struct class_fig f[SC_N];
+    const char *sep = "      ns/B per record:";
+    int k;
+
+    bucket__class_figs(b, f);
+    for (k = 0; k < SC_N; k++) {
+        if (!f[k].used)
+            continue;
+        fprintf(out, "%s %s (%llu) mean %.2f, median %.2f, p90 %.2f", sep,
+                size_class__name((enum size_class)k), U(f[k].used), f[k].mean, f[k].median,
+                f[k].p90);
+        sep = ";";
+    }
+    if (strcmp(sep, ";"))
+        return;
+    fputc('\n', out);
 }
 
 static void implementation(FILE *out, const struct summary *s)
@@ -160,6 +232,7 @@ static void implementation(FILE *out, const struct summary *s)
             fprintf(out, "      evidence: %s\n", r.evidence);
         if (r.check[0])
             fprintf(out, "      check: %s\n", r.check);
+        bucket_classes(out, b);
     }
 }
 

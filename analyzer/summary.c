@@ -70,16 +70,80 @@ static void build_traces(struct summary *s)
     }
 }
 
+/* Threads that decrypted records in trace ti (at least 1: the wall time's own thread). */
+static uint64_t decrypting_threads(const struct model *m, size_t ti)
+{
+    uint64_t n = 0;
+    size_t i;
+
+    for (i = 0; i < m->nthreads; i++)
+        n += m->threads[i].trace == ti && m->threads[i].st.recs;
+    return n ? n : 1;
+}
+
+/* Untrusted times: sums and products saturate instead of overflowing. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > 0 && b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
+static int64_t sat_mul(int64_t a, uint64_t b)
+{
+    return a > 0 && b && (uint64_t)a > (uint64_t)INT64_MAX / b ? INT64_MAX : a * (int64_t)b;
+}
+
+/* How far crypto exceeds a bound (0 when it does not). */
+static int64_t excess(uint64_t crypto, int64_t bound)
+{
+    uint64_t d;
+
+    if (bound < 0 || crypto <= (uint64_t)bound)
+        return 0;
+    d = crypto - (uint64_t)bound;
+    return d > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)d;
+}
+
+/* Shares of the on-CPU crypto estimate, never above 1: crypto above the process CPU means
+ * the CPU accounting undercounts (tick-based, or crypto_ns is wall time), crypto above wall
+ * x threads means the times themselves are off; either is said with its bound. */
+static void shares(struct summary *s)
+{
+    const struct model *m = s->m;
+    size_t i;
+
+    for (i = 0; i < m->nbuckets; i++)
+        s->crypto_ns += bucket__crypto_ns(&m->buckets[i]);
+    s->crypto_ns_raw = m->st.crypto_ns;
+    for (i = 0; i < m->ntraces; i++) {
+        uint64_t th = decrypting_threads(m, i);
+        int64_t d = trace__duration(&m->traces[i]);
+
+        s->nthreads_dec += th;
+        s->wall_threads_ns = sat_add(s->wall_threads_ns, sat_mul(d > 0 ? d : 0, th));
+    }
+    if (s->wall_threads_ns > 0) {
+        s->share_wall = (double)s->crypto_ns / (double)s->wall_threads_ns;
+        s->wall_short_ns = excess(s->crypto_ns, s->wall_threads_ns);
+    }
+    s->share_cpu = -1;
+    if (s->cpu_ns > 0) {
+        s->share_cpu = (double)s->crypto_ns / (double)s->cpu_ns;
+        s->cpu_short_ns = excess(s->crypto_ns, s->cpu_ns);
+    }
+    s->share_wall = s->share_wall > 1 ? 1 : s->share_wall;
+    s->share_cpu = s->share_cpu > 1 ? 1 : s->share_cpu;
+}
+
 void summary__build(struct summary *s, const struct model *m)
 {
     memset(s, 0, sizeof(*s));
     s->m = m;
     build_traces(s);
     build_rows(s);
-    s->nspb = stats__ns_per_byte(&m->st);
+    summary__classes(s);
     s->throughput = s->duration_ns > 0 ? (double)m->st.got * 1e9 / (double)s->duration_ns : 0;
-    s->share_wall = s->duration_ns > 0 ? (double)m->st.crypto_ns / (double)s->duration_ns : 0;
-    s->share_cpu = s->cpu_ns > 0 ? (double)m->st.crypto_ns / (double)s->cpu_ns : -1;
+    shares(s);
+    s->nspb = m->st.rec_ct ? (double)s->crypto_ns / (double)m->st.rec_ct : 0;
     s->impl = impl__overall(m);
     verdicts__build(s);
 }

@@ -1,5 +1,6 @@
 /* verdict_blind.c: what the trace could not see, so nobody trusts a number it does not
- * support: cut-short traces, drops, hooks that never fired, emulation, disagreements. */
+ * support: cut-short traces, drops, hooks that never fired, emulation, disagreements, reads
+ * that bypassed the hooks (RTLD_DEEPBIND), other TLS libraries. */
 #include "summary.h"
 
 #include "fmt.h"
@@ -101,6 +102,95 @@ static void ktls(struct summary *s, const struct trace *t, const struct blind *b
     verdict__evidence(v, "conns", (double)b->conns);
 }
 
+static const char *base_name(const char *p)
+{
+    const char *b = p ? strrchr(p, '/') : NULL;
+
+    return b ? b + 1 : p ? p : "?";
+}
+
+/* "libcurl.so.4 (needed by curl.so, loaded RTLD_DEEPBIND) calls SSL_read, ... past
+ * tlsmeter's hooks, bound straight to libssl.so.3" for each "calls" entry, "; " between. */
+static int calls_words(const struct trace *t, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int i, k = 0;
+
+    buf[0] = 0;
+    for (i = 0; i < t->nblind && n < cap; i++) {
+        const struct blind *b = &t->blind[i];
+        bool needed = b->needed_by && *b->needed_by, bound = b->bound_to && *b->bound_to;
+        const char *how = b->scope && !strcmp(b->scope, "namespace")
+                              ? "in another link-map namespace"
+                              : "loaded RTLD_DEEPBIND";
+
+        if (strcmp(b->what, "calls"))
+            continue;
+        n += (size_t)snprintf(
+            buf + n, cap - n, "%s%s (%s%s%s%s) calls %s past tlsmeter's hooks%s%s", k++ ? "; " : "",
+            base_name(b->path), needed ? "needed by " : "", needed ? base_name(b->needed_by) : "",
+            needed ? ", " : "", how, b->fns ? b->fns : "SSL_read",
+            bound ? ", bound straight to " : "", bound ? base_name(b->bound_to) : "");
+    }
+    return k;
+}
+
+/* Objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen). With records
+ * decrypted outside any traced read, that is where the reads went; without, the object
+ * probably made no TLS connection. */
+static void reads_bypassed(struct summary *s, const struct trace *t)
+{
+    char who[700];
+    struct verdict *v;
+    int k = calls_words(t, who, sizeof(who));
+
+    if (k && t->recs_outside_reads)
+        v = summary__verdict(
+            s, "reads-bypassed", "blind",
+            "%s: records without reads: %s: bytes per read, read sizes and per-connection "
+            "totals are missing for %llu application-data record%s decrypted outside any "
+            "traced read; crypto time per record is still measured",
+            t->file, who, (unsigned long long)t->recs_outside_reads,
+            t->recs_outside_reads == 1 ? "" : "s");
+    else if (k)
+        v = summary__verdict(s, "reads-bypassed", "info",
+                             "%s: %s: if %s made TLS connections, their reads are not in this "
+                             "trace (no record was decrypted outside a traced read, so probably "
+                             "none)",
+                             t->file, who, k == 1 ? "it" : "they");
+    else if (t->recs_outside_reads >= 4 && !t->st.reads) /* no entry: an older trace */
+        v = summary__verdict(s, "reads-bypassed", "blind",
+                             "%s: records without reads: %llu application-data records were "
+                             "decrypted outside any SSL_read tlsmeter saw (the caller's SSL_read "
+                             "binds past the hooks: RTLD_DEEPBIND, another namespace, or a "
+                             "static call): read sizes and per-connection totals are missing; "
+                             "crypto time per record is still measured",
+                             t->file, (unsigned long long)t->recs_outside_reads);
+    else
+        return;
+    verdict__evidence(v, "records_outside_reads", (double)t->recs_outside_reads);
+    verdict__evidence(v, "objects", (double)k);
+}
+
+/* Another TLS library did TLS here (its hooked calls were counted). */
+static void other_tls(struct summary *s, const struct trace *t, const struct blind *b)
+{
+    char calls[64] = "";
+    struct verdict *v;
+
+    if (b->calls > 0)
+        snprintf(calls, sizeof(calls), " (%lld calls of its handshake/read functions)",
+                 (long long)b->calls);
+    v = summary__verdict(s, "other-tls", "blind",
+                         "%s: %s (%s%s%s) does TLS in this process%s: tlsmeter measures OpenSSL "
+                         "3 only, so its connections, reads, records and crypto time are not in "
+                         "this trace",
+                         t->file, b->path ? b->path : "?", b->library ? b->library : "?",
+                         b->version && *b->version ? " " : "", b->version ? b->version : "", calls);
+    if (b->calls >= 0)
+        verdict__evidence(v, "calls", (double)b->calls);
+}
+
 static void per_trace(struct summary *s, const struct trace *t)
 {
     struct verdict *v;
@@ -109,9 +199,12 @@ static void per_trace(struct summary *s, const struct trace *t)
     for (i = 0; i < t->nblind; i++) {
         if (!strcmp(t->blind[i].what, "ktls"))
             ktls(s, t, &t->blind[i]);
-        else
+        else if (!strcmp(t->blind[i].what, "other_tls"))
+            other_tls(s, t, &t->blind[i]);
+        else if (strcmp(t->blind[i].what, "calls"))
             blind_copy(s, t, &t->blind[i]);
     }
+    reads_bypassed(s, t);
     truncated(s, t);
     if (t->dropped > 0) {
         v = summary__verdict(s, "dropped", "blind",
@@ -164,6 +257,7 @@ static void invisible_crypto(struct summary *s)
 {
     const struct stats *st = &s->m->st;
     int copies = model__blind_count(s->m, "tls"), ktls_libs = model__blind_count(s->m, "ktls");
+    int others = model__blind_count(s->m, "other_tls");
     struct verdict *v;
     struct fmtbuf a;
 
@@ -177,6 +271,10 @@ static void invisible_crypto(struct summary *s)
                      "; this is not \"no TLS here\": %d object%s hold%s TLS code tlsmeter "
                      "cannot see (blind-copy)",
                      copies, copies == 1 ? "" : "s", copies == 1 ? "s" : "");
+        if (others)
+            snprintf(v->text + strlen(v->text), sizeof(v->text) - strlen(v->text),
+                     "; this is not \"no TLS here\": %d other TLS librar%s did TLS (other-tls)",
+                     others, others == 1 ? "y" : "ies");
     }
     if (st->got && !st->recs)
         summary__verdict(s, "no-records", "blind",
@@ -197,19 +295,36 @@ static void invisible_crypto(struct summary *s)
             (unsigned long long)s->lines_skipped, s->lines_skipped == 1 ? " was" : "s were");
 }
 
-/* getrusage on a VM is often tick-based, and crypto_ns is wall time inside the calls
- * (preemption included): when they disagree, say so rather than print 116 % of CPU. */
+/* getrusage on a VM is often tick-based, and crypto_ns is wall time where the trace cannot
+ * give on-CPU time: when crypto exceeds the process CPU (or wall time x threads), the shares
+ * are clamped at 100 % (summary.c) and this says so, with the bound. */
 static void cpu_undercount(struct summary *s)
 {
-    struct fmtbuf a, b;
+    struct fmtbuf a, b, c;
+    struct verdict *v;
 
-    if (s->cpu_ns < 0 || s->m->st.crypto_ns <= (uint64_t)s->cpu_ns)
-        return;
-    summary__verdict(s, "cpu-undercount", "blind",
-                     "crypto time (%s) exceeds the process CPU time the trace reports (%s): the "
-                     "CPU figure is coarse (tick-based accounting) or the decrypting thread was "
-                     "preempted inside the calls; treat the CPU shares as rough",
-                     fmt_ns(&a, (double)s->m->st.crypto_ns), fmt_ns(&b, (double)s->cpu_ns));
+    if (s->cpu_short_ns > 0) {
+        v = summary__verdict(s, "cpu-undercount", "blind",
+                             "crypto >= 100 %% of the CPU the kernel accounted: process CPU "
+                             "undercounted by at least %s (crypto %s, process CPU %s; crypto "
+                             "time is %s): the CPU share is shown as 100 %%, treat it as a bound",
+                             fmt_ns(&a, (double)s->cpu_short_ns), fmt_ns(&b, (double)s->crypto_ns),
+                             fmt_ns(&c, (double)s->cpu_ns), s->cputime_text);
+        verdict__evidence(v, "undercount_ns", (double)s->cpu_short_ns);
+        verdict__evidence(v, "crypto_ns", (double)s->crypto_ns);
+        verdict__evidence(v, "cpu_ns", (double)s->cpu_ns);
+    }
+    if (s->wall_short_ns > 0) {
+        v = summary__verdict(s, "cpu-undercount", "blind",
+                             "crypto time (%s) exceeds wall time x %llu decrypting thread%s (%s) "
+                             "by %s: the record times are off (crypto time is %s); the wall "
+                             "share is shown as 100 %%",
+                             fmt_ns(&a, (double)s->crypto_ns), (unsigned long long)s->nthreads_dec,
+                             s->nthreads_dec == 1 ? "" : "s",
+                             fmt_ns(&b, (double)s->wall_threads_ns),
+                             fmt_ns(&c, (double)s->wall_short_ns), s->cputime_text);
+        verdict__evidence(v, "over_wall_ns", (double)s->wall_short_ns);
+    }
 }
 
 void verdicts_blind(struct summary *s)

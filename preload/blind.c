@@ -379,6 +379,8 @@ static void write_fwd_event(const struct fwd_pair *p)
 void tlsm_blind_at_exit(void)
 {
     char words[256];
+    tlsm_blind_calls_at_exit(); /* these two write their own events */
+    tlsm_other_at_exit();
     nfound = 0;
     dl_iterate_phdr(scan_cb, NULL);
     for (int i = 0; i < nfound; i++) {
@@ -402,7 +404,7 @@ void tlsm_blind_at_exit(void)
 }
 
 /* `"path":"..."` through the JSON escaper (a one-key event minus its wrapper), "" if too long. */
-static const char *path_member(const char *p, char *buf, size_t cap)
+const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap)
 {
     struct tlsm_json j;
     tlsm_json_begin(&j, buf, cap, "x");
@@ -419,7 +421,7 @@ size_t tlsm_blind_end_json(char *buf, size_t cap)
     char path[600], names[160];
     size_t n = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < nfound && n < cap; i++) {
-        const char *pm = path_member(found[i].path, path, sizeof(path));
+        const char *pm = tlsm_blind_path_member(found[i].path, path, sizeof(path));
         reasons_json(found[i].reasons, names, sizeof(names), false);
         if (*pm)
             n += (size_t)snprintf(buf + n, cap - n, "%s{%s,\"what\":\"tls\",\"reasons\":%s}",
@@ -427,12 +429,16 @@ size_t tlsm_blind_end_json(char *buf, size_t cap)
     }
     for (int i = 0; i < MAX_KTLS && n < cap; i++) {
         const struct tlsm_obj *lib = atomic_load(&ktls_libs[i].lib);
-        const char *pm = lib ? path_member(lib->path, path, sizeof(path)) : "";
+        const char *pm = lib ? tlsm_blind_path_member(lib->path, path, sizeof(path)) : "";
         if (*pm)
             n += (size_t)snprintf(buf + n, cap - n,
                                   "%s{%s,\"what\":\"ktls\",\"reasons\":[\"ktls\"],\"conns\":%d}",
                                   n > 1 ? "," : "", pm, atomic_load(&ktls_libs[i].conns));
     }
+    if (n < cap)
+        n += tlsm_blind_calls_end_json(buf + n, cap - n, n > 1);
+    if (n < cap)
+        n += tlsm_other_end_json(buf + n, cap - n, n > 1);
     if (n < cap)
         n += (size_t)snprintf(buf + n, cap - n, "]");
     return n < cap ? n : 0;

@@ -4,6 +4,7 @@
 #ifndef TLSM_BLIND_H
 #define TLSM_BLIND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,26 @@ void tlsm_blind_at_exit(void);
  * when the kernel decrypts, writes a blind event (what "ktls") and, once per instance, a
  * notice on stderr. */
 void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn);
+/* blind_calls.c: objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen).
+ * record.c calls tlsm_blind_orphan_record for a record decrypted with no hooked SSL_* call in
+ * flight on its thread (now: a tick after it): a compare unless a scan is due (at most once a
+ * second, only when objects were loaded since the last). Each object found gets one stderr
+ * line and a blind event (what "calls"). */
+void tlsm_blind_orphan_record(uint64_t now);
+void tlsm_blind_calls_at_exit(void);
+/* dlclose hook, before the real dlclose: the object may be the one calling past the hooks. */
+void tlsm_blind_calls_before_dlclose(void);
+/* Its entries for end.blind, each preceded by a comma when comma or after the first; whole
+ * entries only, two bytes of buf always left for the caller's closing bracket. */
+size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma);
+/* `"path":"..."` JSON-escaped into buf; "" when it does not fit. */
+const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap);
+/* otherlib.c: other TLS libraries (GnuTLS, NSS, Mbed TLS, wolfSSL) named at their first
+ * hooked call; OpenSSL forks (BoringSSL, LibreSSL) when tlsm_obj_describe meets one: true
+ * means o is one (and was named), h a handle on it. */
+bool tlsm_other_fork(const struct tlsm_obj *o, void *h);
+void tlsm_other_at_exit(void);
+size_t tlsm_other_end_json(char *buf, size_t cap, bool comma);
 /* The end event's `blind` array (JSON), "[]" when there is none; 0 if it did not fit. */
 size_t tlsm_blind_end_json(char *buf, size_t cap);
 

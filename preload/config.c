@@ -1,5 +1,6 @@
 /* config.c: one table of TLSMETER_* variables feeds parsing, the trace header and --help. */
 #include "config.h"
+#include "cputime.h"
 #include "json.h"
 #include "log.h"
 
@@ -17,7 +18,7 @@ struct tlsm_config tlsm_cfg = {
     .crypto = TLSM_MODE_NATIVE,
 };
 
-enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE };
+enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE, OPT_CHOICE };
 
 struct opt {
     const char *name;
@@ -55,6 +56,10 @@ static const struct opt opts[] = {
      "tests only: damage the backend's output of verified records (the native result is "
      "delivered), to prove TLSMETER_VERIFY catches a wrong backend",
      &tlsm_cfg.test_corrupt},
+    {"TLSMETER_CPUTIME", OPT_CHOICE, "auto",
+     "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
+     "wall), perf, rseq, wall",
+     &tlsm_cfg.cputime},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };
@@ -117,6 +122,21 @@ static int parse_mode(const char *v, enum tlsm_crypto_mode *out)
     return -1;
 }
 
+/* OPT_CHOICE: the NULL-terminated names; dst holds the index of the one chosen. */
+static const char *const *choices(const struct opt *o)
+{
+    static const char *const none[] = {NULL};
+    return o->dst == &tlsm_cfg.cputime ? tlsm_cpu_setting_names : none;
+}
+
+static int parse_choice(const char *v, const struct opt *o)
+{
+    for (unsigned i = 0; choices(o)[i]; i++)
+        if (!strcmp(v, choices(o)[i]))
+            return *(unsigned *)o->dst = i, 0;
+    return -1;
+}
+
 static const char *accepted(const struct opt *o)
 {
     switch (o->type) {
@@ -126,6 +146,14 @@ static const char *accepted(const struct opt *o)
         return "a whole number 0..1000000000";
     case OPT_MODE:
         return "native, hw, soft";
+    case OPT_CHOICE: {
+        static char names[128];
+        size_t n = 0;
+        for (unsigned i = 0; choices(o)[i] && n < sizeof(names); i++)
+            n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", i ? ", " : "",
+                                  choices(o)[i]);
+        return names;
+    }
     default:
         return "a non-empty string";
     }
@@ -140,6 +168,8 @@ static int parse_one(const struct opt *o, const char *v)
         return parse_uint(v, o->dst);
     case OPT_MODE:
         return parse_mode(v, o->dst);
+    case OPT_CHOICE:
+        return parse_choice(v, o);
     default:
         if (!*v)
             return -1;
@@ -198,6 +228,8 @@ static size_t json_value(char *buf, size_t cap, const struct opt *o)
     case OPT_MODE:
         return (size_t)snprintf(buf, cap, "\"%s\"",
                                 tlsm_mode_name(*(enum tlsm_crypto_mode *)o->dst));
+    case OPT_CHOICE:
+        return (size_t)snprintf(buf, cap, "\"%s\"", choices(o)[*(unsigned *)o->dst]);
     default: {
         /* User paths and queries hold any bytes: escaped as every trace string is. A value
          * that does not fit is not cut (into invalid JSON): its length is said instead. */

@@ -21,6 +21,7 @@ struct tlsm_config {
     const char *backend_lib;
     const char *backend_propq;
     bool test_corrupt; /* tests only: damage verified backend output */
+    unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
 };
 
 extern struct tlsm_config tlsm_cfg;

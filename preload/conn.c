@@ -19,7 +19,7 @@ struct tlsm_conn_state {
     struct tlsm_obj *lib;
     uint64_t hs_first; /* ticks at the first handshake call */
     uint64_t hs_ticks; /* time inside handshake calls */
-    uint64_t reads, got, recs, crypto_ticks;
+    uint64_t reads, got, recs, crypto_ns, preempt;
     bool ktls_asked; /* issue 7: kTLS receive probed once (blind.c) */
 };
 
@@ -140,19 +140,22 @@ void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
     th->in_read = true;
     th->read_id = atomic_fetch_add_explicit(&next_read, 1, memory_order_relaxed);
     th->read_recs = 0;
-    th->read_crypto_ticks = 0;
+    th->read_preempt = 0;
+    th->read_crypto_ns = 0;
 }
 
-void tlsm_conn_add_record(uint64_t crypto_ticks)
+void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
 {
     struct tlsm_thread *th = &tlsm_th;
     if (th->in_read) {
         th->read_recs++;
-        th->read_crypto_ticks += crypto_ticks;
+        th->read_preempt += preempted;
+        th->read_crypto_ns += crypto_ns;
     } else if (th->conn_state) {
         /* Records outside reads (handshake) count for the connection directly. */
         th->conn_state->recs++;
-        th->conn_state->crypto_ticks += crypto_ticks;
+        th->conn_state->preempt += preempted;
+        th->conn_state->crypto_ns += crypto_ns;
     }
 }
 
@@ -177,7 +180,9 @@ static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *f
     }
     tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
     tlsm_json_int(&j, "recs", th->read_recs);
-    tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(th->read_crypto_ticks));
+    tlsm_json_int(&j, "crypto_ns", (int64_t)th->read_crypto_ns);
+    if (th->read_preempt)
+        tlsm_json_int(&j, "preempt", th->read_preempt);
     uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
     if (stack)
         tlsm_json_int(&j, "stack", stack);
@@ -198,7 +203,8 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
         if (strncmp(fn, "SSL_peek", 8))
             cs->got += got > 0 ? (uint64_t)got : 0;
         cs->recs += th->read_recs;
-        cs->crypto_ticks += th->read_crypto_ticks;
+        cs->crypto_ns += th->read_crypto_ns;
+        cs->preempt += th->read_preempt;
         tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
         /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
          * decrypts for this connection (kTLS receive makes no EVP call). */
@@ -227,7 +233,9 @@ void tlsm_conn_free(const SSL *ssl)
         tlsm_json_int(&j, "reads", (int64_t)cs->reads);
         tlsm_json_int(&j, "got", (int64_t)cs->got);
         tlsm_json_int(&j, "recs", (int64_t)cs->recs);
-        tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(cs->crypto_ticks));
+        tlsm_json_int(&j, "crypto_ns", (int64_t)cs->crypto_ns);
+        if (cs->preempt)
+            tlsm_json_int(&j, "preempt", (int64_t)cs->preempt);
         size_t n = tlsm_json_end(&j, line);
         if (n)
             tlsm_trace_line(line, n);

@@ -5,6 +5,7 @@
 #include "obj.h"
 
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct tlsm_conn_state;
@@ -31,8 +32,9 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
 void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0);
 void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
                    int ret, int64_t got, uint64_t t0, uint64_t t1);
-/* A record finished on this thread: count it for the current read and connection. */
-void tlsm_conn_add_record(uint64_t crypto_ticks);
+/* A record finished on this thread: count it for the current read and connection
+ * (crypto_ns as in its rec event; preempted: it carries a `preempt` flag). */
+void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted);
 /* SSL_free: write the close event, forget the connection. */
 void tlsm_conn_free(const SSL *ssl);
 

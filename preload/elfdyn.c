@@ -211,3 +211,26 @@ struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm)
     read_dynamic(lm, &d);
     return d.flags;
 }
+
+/* DT_SONAME and DT_NEEDED are string-table offsets: found in a second pass, after DT_STRTAB. */
+static const char *dyn_string(const struct link_map *lm, ElfW(Sxword) tag, const char *want)
+{
+    const char *strtab = NULL;
+    for (const ElfW(Dyn) *e = lm->l_ld; e && e->d_tag != DT_NULL; e++)
+        if (e->d_tag == DT_STRTAB)
+            strtab = dptr(lm, e->d_un.d_ptr);
+    for (const ElfW(Dyn) *e = lm->l_ld; strtab && e && e->d_tag != DT_NULL; e++)
+        if (e->d_tag == tag && (!want || !strcmp(strtab + e->d_un.d_val, want)))
+            return strtab + e->d_un.d_val;
+    return NULL;
+}
+
+const char *tlsm_elf_soname(const struct link_map *lm)
+{
+    return dyn_string(lm, DT_SONAME, NULL);
+}
+
+bool tlsm_elf_needs(const struct link_map *lm, const char *soname)
+{
+    return dyn_string(lm, DT_NEEDED, soname) != NULL;
+}

@@ -28,4 +28,9 @@ struct tlsm_elf_flags {
 };
 struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm);
 
+/* Its DT_SONAME, NULL if it has none. */
+const char *tlsm_elf_soname(const struct link_map *lm);
+/* Does it name soname in a DT_NEEDED entry? */
+bool tlsm_elf_needs(const struct link_map *lm, const char *soname);
+
 #endif

@@ -1,5 +1,8 @@
 /* hook_dl.c: dlclose may unload an object whose address range our forwarding cache
- * remembers; a new object could later load there. Forget the cache on every dlclose. */
+ * remembers; a new object could later load there. Forget the cache on every dlclose. And
+ * the object going away may be one whose SSL_* calls bind past the hooks (PHP unloads its
+ * RTLD_DEEPBIND extensions before exit): look for those first (blind_calls.c). */
+#include "blind.h"
 #include "hook.h"
 
 #include <dlfcn.h>
@@ -7,6 +10,7 @@
 TLSM_EXPORT int dlclose(void *handle)
 {
     tlsm_th.calls[TLSM_FN_dlclose]++;
+    tlsm_blind_calls_before_dlclose();
     int ret = tlsm_real_dlclose(handle);
     int saved = errno;
     if (ret == 0)

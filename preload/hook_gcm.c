@@ -1,7 +1,7 @@
 /* hook_gcm.c: libcrypto's GCM internals. They tell which code path carried the bytes:
  * with AES-NI/ARMv8 AES the stitched kernel bypasses them for all but partial blocks;
  * table AES goes through _decrypt, vector AES through _decrypt_ctr32. */
-#include "clock.h"
+#include "cputime.h"
 #include "hook.h"
 #include "record.h"
 
@@ -15,9 +15,9 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt(GCM128_CONTEXT *ctx, const unsigned char *
         return errno = ENOSYS, -1;
     if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
-    uint64_t t0 = tlsm_now();
+    uint64_t t0 = tlsm_cpu_now(&tlsm_th);
     int ret = TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
-    tlsm_rec_on_gcm(tlsm_now() - t0, len, 1);
+    tlsm_rec_on_gcm(tlsm_cpu_now(&tlsm_th) - t0, len, 1);
     return ret;
 }
 
@@ -29,8 +29,8 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt_ctr32(GCM128_CONTEXT *ctx, const unsigned 
         return errno = ENOSYS, -1;
     if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
-    uint64_t t0 = tlsm_now();
+    uint64_t t0 = tlsm_cpu_now(&tlsm_th);
     int ret = TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
-    tlsm_rec_on_gcm(tlsm_now() - t0, len, 2);
+    tlsm_rec_on_gcm(tlsm_cpu_now(&tlsm_th) - t0, len, 2);
     return ret;
 }

@@ -3,6 +3,7 @@
 #include "blind.h"
 #include "clock.h"
 #include "config.h"
+#include "cputime.h"
 #include "conn.h"
 #include "hook.h"
 #include "json.h"
@@ -58,6 +59,7 @@ static void atfork_child(void)
 {
     locks(false);
     tlsm_thread_atfork_child();
+    tlsm_cpu_atfork_child();
     tlsm_trace_atfork_child();
 }
 
@@ -106,7 +108,7 @@ static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
         uint64_t c = tlsm_thread_calls(i);
         n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":%llu", i ? "," : "", tlsm_hooks[i].name,
                               (unsigned long long)c);
-        if (!c && tlsm_hooks[i].family != 'D')
+        if (!c && tlsm_hooks[i].family != 'D' && tlsm_hooks[i].family != 'F')
             u += (size_t)snprintf(unfired + u, ucap - u, "%s\"%s\"", u > 1 ? "," : "",
                                   tlsm_hooks[i].name);
     }
@@ -143,6 +145,7 @@ size_t tlsm_end_line(char *buf, size_t cap)
         snprintf(blind, sizeof(blind), "[]");
     tlsm_json_raw(&j, "blind", blind);
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
+    tlsm_json_int(&j, "preempted", (int64_t)tlsm_cpu_preempted());
     if (tlsm_cfg.stacks)
         tlsm_json_int(&j, "stacks", (int64_t)tlsm_stack_count());
     tlsm_json_raw(&j, "overhead_ns", over);

@@ -1,6 +1,7 @@
 /* obj.c: the registry of objects (bounded, append-only; entries outlive dlclose as stale)
  * and the lib event of each OpenSSL instance. */
 #include "obj.h"
+#include "blind.h"
 #include "caps.h"
 #include "clock.h"
 #include "elfdyn.h"
@@ -179,7 +180,7 @@ const char *tlsm_obj_old_abi(const struct link_map *lm)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (objs[i].lm == lm && objs[i].old_abi)
+        if (objs[i].lm == lm && objs[i].old_abi && !objs[i].foreign)
             return objs[i].version;
     return NULL;
 }
@@ -220,7 +221,7 @@ static void write_lib_event(struct tlsm_obj *o)
     tlsm_json_raw(&j, "caps", caps);
     tlsm_json_str(&j, "role", "app");
     if (o->old_abi)
-        tlsm_json_str(&j, "left_alone", "openssl_1");
+        tlsm_json_str(&j, "left_alone", o->foreign ? "other_tls" : "openssl_1");
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
@@ -254,10 +255,14 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     }
     tlsm_th.guard++;
     o->major = find_major(o, h);
-    if (h)
-        tlsm_real_dlclose(h);
     if (o->major > 0 && o->major < 3)
         leave_alone(o);
+    else if (tlsm_other_fork(o, h)) { /* BoringSSL, LibreSSL: named there, left alone here */
+        o->old_abi = o->foreign = true;
+        memset(&o->api, 0, sizeof(o->api));
+    }
+    if (h)
+        tlsm_real_dlclose(h);
     o->lib_id = tlsm_next_lib_id();
     if (tlsm_trace_ready())
         write_lib_event(o);

@@ -47,6 +47,7 @@ struct tlsm_obj {
      * it: record.c cannot name its ciphers (no EVP_CIPHER_get_nid) and tracks none of its
      * contexts, the EVP hooks only forward; conn.c asks it nothing. */
     bool old_abi;
+    bool foreign;     /* with old_abi: an OpenSSL fork (BoringSSL, LibreSSL), left alone alike */
     char version[64]; /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
     _Atomic uint64_t hooks_into;
     struct tlsm_api api;

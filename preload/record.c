@@ -1,10 +1,12 @@
 /* record.c: per-context state machine that turns EVP calls into rec events. */
 #include "record.h"
 #include "backend.h"
+#include "blind.h"
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
 #include "calib.h"
+#include "cputime.h"
 #include "json.h"
 #include "stack.h"
 #include "reroute.h"
@@ -71,6 +73,10 @@ static const char *aead_name(int nid, bool *gcm)
 static void begin_record(struct tlsm_rec_state *st, uint64_t t0)
 {
     struct tlsm_thread *th = &tlsm_th;
+    if (__builtin_expect(th->cpu_kind == TLSM_CPU_UNSET, 0)) {
+        tlsm_cpu_thread_setup(th); /* the thread's first record: not part of its time */
+        t0 = tlsm_now();
+    }
     st->in_rec = true;
     st->t0 = t0;
     st->type = -1;
@@ -81,6 +87,7 @@ static void begin_record(struct tlsm_rec_state *st, uint64_t t0)
     th->gcm_ticks = 0;
     th->gcm_bytes = 0;
     th->gcm_fns = 0;
+    tlsm_cpu_begin(th); /* last: the record's clock starts here */
 }
 
 /* A context libssl keys for decryption with an AEAD cipher becomes a record source. */
@@ -168,13 +175,16 @@ void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *
 static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
 {
     struct tlsm_thread *th = &tlsm_th;
-    uint64_t ticks = tlsm_now() - st->t0;
+    struct tlsm_cpu_span sp;
+    tlsm_cpu_end(th, st->t0, &sp);
     uint32_t conn = th->conn ? th->conn : st->conn;
     if (conn)
         st->conn = conn;
     st->in_rec = false;
     th->rec_open = false;
-    tlsm_conn_add_record(ticks);
+    if (!th->ssl_depth) /* its read bypassed the SSL_* hooks? (blind_calls.c) */
+        tlsm_blind_orphan_record(tlsm_now());
+    tlsm_conn_add_record(sp.cpu_ns, sp.preempt > 0);
     tlsm_reroute_end(st);
     if (!tlsm_cfg.records || !tlsm_trace_ready())
         return;
@@ -192,8 +202,13 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     tlsm_json_int(&j, "len", st->len);
     tlsm_json_int(&j, "pt", pt);
     tlsm_json_safe(&j, "cipher", st->cipher);
-    tlsm_json_int(&j, "crypto_ns", (int64_t)tlsm_ticks_to_ns(ticks));
-    tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_ticks_to_ns(th->gcm_ticks));
+    tlsm_json_int(&j, "crypto_ns", (int64_t)sp.cpu_ns);
+    if (sp.preempt)
+        tlsm_json_int(&j, "preempt", sp.preempt);
+    if (th->cpu_kind == TLSM_CPU_PERF_CLOCK &&
+        (sp.wall_ns > sp.cpu_ns + 1000 || sp.cpu_ns > sp.wall_ns + 1000))
+        tlsm_json_int(&j, "wall_ns", (int64_t)sp.wall_ns);
+    tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_cpu_delta_ns(th, th->gcm_ticks));
     tlsm_json_int(&j, "gcm_bytes", (int64_t)th->gcm_bytes);
     tlsm_json_safe(&j, "gcm_fn", fns[th->gcm_fns & 3]);
     tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");

@@ -63,7 +63,8 @@ void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret);
 /* EVP_Cipher on a TLS 1.2 AEAD context: returns length or -1. */
 void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int ret);
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
-/* CRYPTO_gcm128_decrypt* inside the record in flight on this thread. */
+/* CRYPTO_gcm128_decrypt* inside the record in flight on this thread (ticks: a tlsm_cpu_now()
+ * delta). */
 void tlsm_rec_on_gcm(uint64_t ticks, size_t bytes, int which);
 uint64_t tlsm_rec_untracked(void);
 

@@ -1,6 +1,7 @@
 /* thread.c: per-thread state and its end: flush the thread's trace buffer at thread exit
  * and fold its hook call counts into the process totals. */
 #include "thread.h"
+#include "cputime.h"
 #include "trace.h"
 
 #include <pthread.h>
@@ -23,6 +24,7 @@ static void on_thread_exit(void *arg)
     (void)arg;
     th->exiting = true;
     tlsm_trace_thread_exit();
+    tlsm_cpu_thread_exit(th);
     pthread_mutex_lock(&live_lock);
     for (int i = 0; i < MAX_LIVE; i++)
         if (live_calls[i] == th->calls)

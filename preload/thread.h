@@ -10,6 +10,8 @@
 
 struct tlsm_tbuf;
 struct tlsm_conn_state;
+struct perf_event_mmap_page;
+struct rseq;
 
 struct tlsm_thread {
     int tid;
@@ -25,12 +27,21 @@ struct tlsm_thread {
     const void *site; /* return address of the outermost SSL_* hook: the call site */
     uint64_t read_id;
     uint32_t read_recs;
-    uint64_t read_crypto_ticks;
+    uint32_t read_preempt;   /* of those, records flagged as switched out */
+    uint64_t read_crypto_ns; /* sum of the records' crypto_ns */
     /* GCM-level accounting of the record in flight on this thread. */
     bool rec_open;
     uint64_t gcm_ticks;
     uint64_t gcm_bytes;
     uint8_t gcm_fns; /* bit 0: CRYPTO_gcm128_decrypt, bit 1: _ctr32 */
+    /* On-CPU time (cputime.c): the thread's method, set up at its first record, and where
+     * its clock and switch detector stood when the record in flight began. */
+    uint8_t cpu_kind;  /* enum tlsm_cpu_kind */
+    bool cpu_clock_ok; /* cpu_t0 is valid (perf-clock) */
+    uint32_t cpu_seq0;
+    uint64_t cpu_t0;
+    const volatile struct perf_event_mmap_page *cpu_page;
+    struct rseq *cpu_rseq;
     struct tlsm_tbuf *buf;
     uint64_t calls[TLSM_FN_COUNT];
 };

@@ -7,6 +7,7 @@
 #include "caps.h"
 #include "clock.h"
 #include "config.h"
+#include "cputime.h"
 #include "json.h"
 #include "log.h"
 #include "obj.h"
@@ -179,6 +180,9 @@ static void header_fields(struct tlsm_json *j)
     tlsm_json_str(j, "clock", tlsm_clock_name());
     tlsm_json_int(j, "clock_hz", (int64_t)tlsm_clock_hz);
     tlsm_json_int(j, "clock_cost_ns", (int64_t)tlsm_clock_cost_ns());
+    tlsm_json_str(j, "cputime", tlsm_cputime_name());
+    if (*tlsm_cputime_why())
+        tlsm_json_str(j, "cputime_why", tlsm_cputime_why());
 #if defined(__x86_64__)
     tlsm_json_str(j, "arch", "x86_64");
 #elif defined(__aarch64__)

@@ -42,7 +42,7 @@ weights_sum() {
     "$A" --json "$t" >"$t.json" 2>/dev/null
     "$A" --folded "$t" >"$t.folded" 2>"$t.folded.err"
     "$A" --folded --weight bytes "$t" >"$t.bfolded" 2>/dev/null
-    want=$(json_get "$t.json" 'd["crypto_ns"]')
+    want=$(json_get "$t.json" 'd["crypto_ns_written"]') # as written, before any on-CPU estimate
     wantb=$(json_get "$t.json" 'sum(c["bytes"] for c in d["ciphers"])')
     got=$(folded_sum "$t.folded")
     gotb=$(folded_sum "$t.bfolded")
