@@ -76,11 +76,32 @@ static void rename_soname(unsigned char *m, size_t size, const ElfW(Dyn) * dyn, 
         memcpy(name, ours, sizeof(ours)); /* with its NUL: the rest is ignored */
 }
 
-/* True when the dynamic string table names SSL_read: a libssl, or tlsmeter itself under
- * another name (it defines SSL_read); a libcrypto never does. */
-static bool names_ssl_read(unsigned char *m, size_t size, const ElfW(Dyn) * dyn, size_t cap)
+/* True when the copy defines SSL_read: a libssl, or tlsmeter itself under another name (it
+ * exports SSL_read); a libcrypto never does. Read from the section headers' .dynsym (the
+ * linker may store "SSL_read" as the tail of "wolfSSL_read", so the string alone proves
+ * nothing); without section headers, any dynamic string ending in SSL_read counts. */
+static bool defines_ssl_read(unsigned char *m, size_t size, const ElfW(Dyn) * dyn, size_t cap)
 {
-    static const char key[] = "\0SSL_read"; /* with the NUL after it: sizeof includes it */
+    const ElfW(Ehdr) *eh = (const void *)m;
+    if (eh->e_shoff && eh->e_shentsize == sizeof(ElfW(Shdr)) &&
+        eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) <= size) {
+        const ElfW(Shdr) *sh = (const void *)(m + eh->e_shoff);
+        for (int i = 0; i < eh->e_shnum; i++) {
+            if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum ||
+                sh[i].sh_offset + sh[i].sh_size > size ||
+                sh[sh[i].sh_link].sh_offset + sh[sh[i].sh_link].sh_size > size)
+                continue;
+            const ElfW(Sym) *sym = (const void *)(m + sh[i].sh_offset);
+            const char *str = (const char *)m + sh[sh[i].sh_link].sh_offset;
+            size_t nsym = sh[i].sh_size / sizeof(ElfW(Sym)), strsz = sh[sh[i].sh_link].sh_size;
+            for (size_t k = 0; k < nsym; k++)
+                if (sym[k].st_shndx != SHN_UNDEF && sym[k].st_name + sizeof("SSL_read") <= strsz &&
+                    !memcmp(str + sym[k].st_name, "SSL_read", sizeof("SSL_read")))
+                    return true;
+            return false;
+        }
+    }
+    static const char key[] = "SSL_read"; /* with its NUL: a string ending in it */
     bool have_tab, have_sz;
     uint64_t strtab = dyn_value(dyn, cap, DT_STRTAB, &have_tab);
     uint64_t strsz = dyn_value(dyn, cap, DT_STRSZ, &have_sz);
@@ -121,7 +142,7 @@ static int patch_copy(int fd, size_t size, const char *src, bool *symbolic, char
         return fail(err, cap, "cannot map the copy of %s: %s", src, strerror(errno));
     ElfW(Dyn) *dyn = find_dynamic(m, size, &ndyn);
     int rc = 0;
-    if (dyn && names_ssl_read(m, size, dyn, ndyn)) {
+    if (dyn && defines_ssl_read(m, size, dyn, ndyn)) {
         rc = fail(err, cap, "%s exports SSL_read: a libssl or tlsmeter itself, not a libcrypto%s",
                   src, "");
     } else if (dyn) {
