@@ -30,6 +30,7 @@ static const struct field fields[] = {
     {"hs_call_ns", FT_INT, I_HS_CALL_NS},
     {"preempt", FT_INT, I_PREEMPT},
     {"wall_ns", FT_INT, I_WALL_NS},
+    {"impl", FT_INT, I_IMPL},
     {"ev", FT_STR, S_EV},
     {"cipher", FT_STR, S_CIPHER},
     {"path", FT_STR, S_PATH},
@@ -46,7 +47,8 @@ static const struct field fields[] = {
 static const char *const kind_names[] = {
     [EV_OTHER] = "other", [EV_HEADER] = "header", [EV_LIB] = "lib",     [EV_CONN] = "conn",
     [EV_REC] = "rec",     [EV_READ] = "read",     [EV_STACK] = "stack", [EV_END] = "end",
-    [EV_CALIB] = "calib", [EV_MODULE] = "module", [EV_BLIND] = "blind", [EV_FWD] = "fwd",
+    [EV_CALIB] = "calib", [EV_MODULE] = "module", [EV_BLIND] = "blind", [EV_IMPL] = "impl",
+    [EV_FWD] = "fwd",
 };
 
 const struct field *field__find(const char *k, size_t n)

@@ -20,6 +20,7 @@ enum ev_kind {
     EV_CALIB,
     EV_MODULE,
     EV_BLIND,
+    EV_IMPL,
     EV_FWD, /* last: ev_kind__parse walks up to it */
 };
 
@@ -47,6 +48,7 @@ enum ev_int {
     I_HS_CALL_NS,
     I_PREEMPT, /* rec: context switches seen during the record (docs/trace-format.md) */
     I_WALL_NS, /* rec: wall time when it differs from the on-CPU crypto_ns */
+    I_IMPL,
     I_N
 };
 

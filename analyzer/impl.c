@@ -1,5 +1,8 @@
-/* impl.c: the class comes from the instance's capability bits and from which GCM entry
- * carried the bytes; ns/byte only cross-checks, since the bands move with the CPU and mean
+/* impl.c: the class comes from the code that ran: for AES-GCM the impl event (the AES and
+ * GHASH functions the GCM context pointed at, identified from their instructions); for
+ * ChaCha20-Poly1305 OpenSSL's dispatch rules applied to the instance's capability bits.
+ * Traces without impl events fall back to capability bits and which GCM entry carried the
+ * bytes. ns/byte only cross-checks, on bulk records: the bands move with the CPU and mean
  * nothing under emulation. */
 #include "impl.h"
 
@@ -60,10 +63,11 @@ static bool caps_known(const struct lib *l, enum cap a, enum cap b)
 
 static void caps_text(const struct trace *t, const struct lib *l, char *buf, size_t n)
 {
-    static const enum cap x86[] = {CAP_AESNI, CAP_PCLMULQDQ, CAP_SSSE3, CAP_AVX2};
+    static const enum cap x86[] = {CAP_AESNI, CAP_PCLMULQDQ, CAP_SSSE3,
+                                   CAP_AVX2,  CAP_AVX512F,   CAP_AVX512VL};
     static const enum cap arm[] = {CAP_AES, CAP_PMULL, CAP_NEON};
     const enum cap *list = is_arm(t, l) ? arm : x86;
-    size_t k, cnt = is_arm(t, l) ? 3 : 4, off = 0;
+    size_t k, cnt = is_arm(t, l) ? 3 : 6, off = 0;
 
     buf[0] = '\0';
     for (k = 0; l && k < cnt && off < n; k++)
@@ -92,13 +96,13 @@ static void vector_detail(const struct trace *t, const struct lib *l, char *buf,
     if (is_arm(t, l))
         snprintf(buf, n, "%s",
                  cap(l, CAP_AES) ? "ARMv8 AES + software GHASH"
-                                 : "vector AES (vpaes/NEON) via ctr32");
+                                 : "AES: vector (vpaes/bit-sliced, NEON) via ctr32");
     else if (cap(l, CAP_AESNI))
-        snprintf(buf, n, "AES-NI without PCLMULQDQ (software GHASH) via ctr32");
+        snprintf(buf, n, "AES: AES-NI; GHASH: software (no PCLMULQDQ) via ctr32");
     else if (cap(l, CAP_PCLMULQDQ))
-        snprintf(buf, n, "vector AES (vpaes/SSSE3) + PCLMULQDQ GHASH via ctr32");
+        snprintf(buf, n, "AES: bit-sliced (SSSE3) in software; GHASH: PCLMULQDQ, via ctr32");
     else
-        snprintf(buf, n, "vector AES (vpaes/SSSE3) + 4-bit GHASH via ctr32");
+        snprintf(buf, n, "AES: bit-sliced (SSSE3); GHASH: 4-bit table; both in software");
 }
 
 /* Rerouted records carry no GCM-level data (tlsmeter does not trace its own backend): the
@@ -122,6 +126,71 @@ static bool classify_rerouted(const struct trace *t, const struct lib *l, const 
     } else {
         snprintf(r->detail, sizeof(r->detail), "reroute backend without known hardware caps");
     }
+    return true;
+}
+
+/* One half's tier and words. Names are the impl event's (docs/trace-format.md). */
+struct half {
+    const char *name;
+    enum impl_class cls;
+    const char *text;
+};
+
+static const struct half aes_halves[] = {
+    {"aesni", IMPL_HARDWARE, "AES-NI"},
+    {"armv8", IMPL_HARDWARE, "ARMv8 AES"},
+    {"bsaes", IMPL_VECTOR, "bit-sliced (bsaes; runs under 8 blocks: table AES_encrypt)"},
+    {"vpaes", IMPL_VECTOR, "vpaes (byte shuffles)"},
+    {"table", IMPL_TABLE, "table (AES_encrypt)"},
+};
+
+static const struct half bsaes_short = {
+    "bsaes", IMPL_TABLE, "table (bsaes's AES_encrypt fallback: these records are under 8 blocks)"};
+
+static const struct half ghash_halves[] = {
+    {"clmul-avx", IMPL_HARDWARE, "PCLMULQDQ (AVX)"},
+    {"clmul", IMPL_HARDWARE, "PCLMULQDQ"},
+    {"pmull", IMPL_HARDWARE, "PMULL"},
+    {"neon", IMPL_VECTOR, "NEON 8-bit multiplies"},
+    {"4bit", IMPL_TABLE, "4-bit table"},
+};
+
+static const struct half *half_of(const struct half *h, size_t n, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (!strcmp(h[i].name, name))
+            return &h[i];
+    return NULL;
+}
+
+/* Both halves known: hardware when both are, else the slower half's tier. */
+static bool classify_code(const struct trace *t, const struct bucket *b, struct impl_result *r)
+{
+    const struct impl_ev *e = b->impl ? trace__impl(t, b->impl) : NULL;
+    const struct half *a, *g;
+
+    if (!e || b->impl_ct < b->impl_none_ct)
+        return false;
+    a = half_of(aes_halves, sizeof(aes_halves) / sizeof(aes_halves[0]), e->aes);
+    g = half_of(ghash_halves, sizeof(ghash_halves) / sizeof(ghash_halves[0]), e->ghash);
+    if (!a || !g)
+        return false;
+    /* ossl_bsaes_ctr32_encrypt_blocks hands calls under 8 blocks to AES_encrypt: records
+     * averaging under 128 bytes ran table AES. */
+    if (!strcmp(e->aes, "bsaes") && b->st.rec_ct < 128 * b->st.recs)
+        a = &bsaes_short;
+    r->cls = a->cls > g->cls ? a->cls : g->cls;
+    snprintf(r->detail, sizeof(r->detail), "AES: %s%s; GHASH: %s%s%s", a->text,
+             a->cls == IMPL_HARDWARE ? "" : " in software", g->text,
+             g->cls == IMPL_HARDWARE ? "" : " in software",
+             e->stitched ? "; stitched AES-GCM kernel for bulk" : "");
+    snprintf(r->evidence, sizeof(r->evidence),
+             "impl event %lld: the GCM context's functions are %s AES and %s GHASH (identified "
+             "from their instructions)%s",
+             (long long)e->id, e->aes, e->ghash,
+             b->impl_other_ct ? "; some records name another implementation" : "");
     return true;
 }
 
@@ -163,22 +232,54 @@ static void classify_gcm(const struct trace *t, const struct lib *l, const struc
     }
 }
 
+/* OpenSSL 3.0-3.x dispatch (crypto/chacha/asm/chacha-x86_64.pl, ChaCha20_ctr32): AVX512F,
+ * then AVX512VL, are tested before SSSE3; XOP and AVX2 only inside the SSSE3 path (AVX2 for
+ * more than 128 bytes). Poly1305 (poly1305-x86_64.pl, poly1305_init): AVX512F+IFMA+VL, AVX2,
+ * AVX, else scalar. aarch64 (chacha-armv8.pl): NEON for 192 bytes and more. */
+static void chacha_x86(const struct lib *l, char *cc, size_t n, bool *simd)
+{
+    *simd = true;
+    if (cap(l, CAP_AVX512F))
+        snprintf(cc, n, "AVX-512");
+    else if (cap(l, CAP_AVX512VL))
+        snprintf(cc, n, "AVX-512VL (256-bit)");
+    else if (!cap(l, CAP_SSSE3))
+        *simd = false, snprintf(cc, n, "scalar, plain software (no SSSE3, no AVX-512)");
+    else if (cap(l, CAP_XOP))
+        snprintf(cc, n, "XOP");
+    else if (cap(l, CAP_AVX2))
+        snprintf(cc, n, "AVX2 over 128 B, SSSE3 below");
+    else
+        snprintf(cc, n, "SSSE3");
+}
+
 static void classify_chacha(const struct trace *t, const struct lib *l, struct impl_result *r)
 {
-    char caps[96];
+    char caps[96], cc[48];
+    const char *poly;
+    bool simd;
 
     caps_text(t, l, caps, sizeof(caps));
-    snprintf(r->evidence, sizeof(r->evidence), "no GCM level for ChaCha20; caps %s", caps);
-    if (cap(l, CAP_AVX512F) || cap(l, CAP_AVX2) || cap(l, CAP_SSSE3) || cap(l, CAP_NEON)) {
-        r->cls = IMPL_VECTOR;
-        snprintf(r->detail, sizeof(r->detail), "SIMD ChaCha20 (%s)",
-                 cap(l, CAP_NEON)      ? "NEON"
-                 : cap(l, CAP_AVX512F) ? "AVX-512"
-                 : cap(l, CAP_AVX2)    ? "AVX2"
-                                       : "SSSE3");
-    } else {
+    snprintf(r->evidence, sizeof(r->evidence),
+             "OpenSSL's ChaCha20/Poly1305 dispatch rules on the instance's caps %s", caps);
+    if (!l || !l->caps_known) {
         snprintf(r->detail, sizeof(r->detail), "ChaCha20 implementation not known from the caps");
+        return;
     }
+    if (is_arm(t, l)) {
+        simd = cap(l, CAP_NEON);
+        snprintf(cc, sizeof(cc), "%s", simd ? "NEON from 192 B, scalar below" : "scalar");
+        poly = simd ? "NEON" : "scalar";
+    } else {
+        chacha_x86(l, cc, sizeof(cc), &simd);
+        poly = cap(l, CAP_AVX512F) && cap(l, CAP_AVX512VL) && cap(l, CAP_AVX512IFMA)
+                   ? "AVX-512 IFMA"
+               : cap(l, CAP_AVX2) ? "AVX2"
+               : cap(l, CAP_AVX)  ? "AVX"
+                                  : "scalar";
+    }
+    r->cls = simd ? IMPL_VECTOR : IMPL_TABLE;
+    snprintf(r->detail, sizeof(r->detail), "ChaCha20: %s; Poly1305: %s", cc, poly);
 }
 
 static const struct calib *calib_for(const struct trace *t, int cipher, enum impl_class c)
@@ -226,9 +327,10 @@ void impl__classify(const struct model *m, const struct bucket *b, struct impl_r
     else if (r->aes_gcm && !(b->st.gcm_dec + b->st.gcm_ctr + b->st.gcm_both) &&
              classify_rerouted(t, l, model__name(m, b->path), r))
         ;
-    else if (r->aes_gcm)
-        classify_gcm(t, l, &b->st, r);
-    else if (impl__is_chacha(cipher))
+    else if (r->aes_gcm) {
+        if (!classify_code(t, b, r))
+            classify_gcm(t, l, &b->st, r);
+    } else if (impl__is_chacha(cipher))
         classify_chacha(t, l, r);
     else
         snprintf(r->detail, sizeof(r->detail), "no classification for %s", cipher);

@@ -9,7 +9,7 @@ enum impl_class { IMPL_UNKNOWN, IMPL_HARDWARE, IMPL_VECTOR, IMPL_TABLE };
 
 struct impl_result {
     enum impl_class cls;
-    char detail[96];    /* what ran, e.g. "table AES + 4-bit GHASH" */
+    char detail[192];   /* what ran, per half: "AES: AES-NI; GHASH: 4-bit table in software" */
     char evidence[256]; /* why we say so */
     char check[256];    /* the ns/byte cross-check, or why there is none */
     bool mismatch;      /* ns/byte disagrees with the class */

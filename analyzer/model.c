@@ -233,6 +233,7 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
     b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
     stats_rec(&b->st, e);
     classes__rec(t, b, e);
+    model__bucket_impl(b, e, rec_ct(e));
     stats_rec(&conn_get(m, t, e->i[I_CONN])->st, e);
     stats_rec(&thread_get(m, t, e->i[I_TID])->st, e);
     hist__add(&m->rec_len, pos(e->i[I_LEN]), 1);

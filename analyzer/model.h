@@ -33,6 +33,9 @@ enum cap {
     CAP_NEON,
     CAP_AES,
     CAP_PMULL,
+    CAP_AVX512VL,
+    CAP_AVX512IFMA,
+    CAP_XOP,
     CAP_N
 };
 
@@ -74,6 +77,15 @@ enum blind_reason {
 };
 
 #define MAX_BLIND 16
+#define MAX_IMPLS 32
+
+/* An impl event: the AES and GHASH code an instance's GCM context pointed at (names as the
+ * preload wrote them, see docs/trace-format.md). */
+struct impl_ev {
+    int64_t id, lib;
+    char aes[16], ghash[16];
+    bool stitched;
+};
 
 /* One object holding OpenSSL TLS code tlsmeter could not see (what "tls"), or one
  * instance whose connections received with kernel TLS (what "ktls", one per instance). */
@@ -118,6 +130,8 @@ struct trace {
     struct blind blind[MAX_BLIND];
     int nblind;
     uint64_t recs_outside_reads; /* application-data records with rec.read 0 */
+    struct impl_ev impls[MAX_IMPLS];
+    int nimpls;
     uint64_t nconns, nthreads;
     struct stats st;
 };
@@ -153,6 +167,10 @@ struct bucket {
     int cipher, path;
     struct stats st;
     struct class_stats cls[SC_N];
+    /* rec.impl: the first id seen with the bytes (ciphertext) of its records, the bytes
+     * of records naming another id, and of records naming none. */
+    int64_t impl;
+    uint64_t impl_ct, impl_other_ct, impl_none_ct;
 };
 
 struct conn {
@@ -215,6 +233,10 @@ const char *blind_reason__name(enum blind_reason r);
 /* The reason in words, for the report. */
 const char *blind_reason__text(enum blind_reason r);
 int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* A rec's impl id into its bucket (ct: its ciphertext bytes). */
+void model__bucket_impl(struct bucket *b, const struct event *e, uint64_t ct);
+const struct impl_ev *trace__impl(const struct trace *t, int64_t id);
 
 /* Derived figures. */
 int64_t trace__duration(const struct trace *t);

@@ -7,12 +7,20 @@
 #include <string.h>
 
 static const char *const cap_names[CAP_N] = {
-    [CAP_AESNI] = "aesni", [CAP_PCLMULQDQ] = "pclmulqdq",
-    [CAP_SSSE3] = "ssse3", [CAP_AVX] = "avx",
-    [CAP_AVX2] = "avx2",   [CAP_AVX512F] = "avx512f",
-    [CAP_VAES] = "vaes",   [CAP_VPCLMULQDQ] = "vpclmulqdq",
-    [CAP_NEON] = "neon",   [CAP_AES] = "aes",
+    [CAP_AESNI] = "aesni",
+    [CAP_PCLMULQDQ] = "pclmulqdq",
+    [CAP_SSSE3] = "ssse3",
+    [CAP_AVX] = "avx",
+    [CAP_AVX2] = "avx2",
+    [CAP_AVX512F] = "avx512f",
+    [CAP_VAES] = "vaes",
+    [CAP_VPCLMULQDQ] = "vpclmulqdq",
+    [CAP_NEON] = "neon",
+    [CAP_AES] = "aes",
     [CAP_PMULL] = "pmull",
+    [CAP_AVX512VL] = "avx512vl",
+    [CAP_AVX512IFMA] = "avx512ifma",
+    [CAP_XOP] = "xop",
 };
 
 const char *cap__name(enum cap c)

@@ -58,6 +58,8 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
         return stacks__module(&r->m->stacks, (uint32_t)(r->t - r->m->traces), o, err, errlen);
     case EV_BLIND:
         return model__blind(r->m, r->t, o, err, errlen);
+    case EV_IMPL:
+        return model__impl(r->m, r->t, o, err, errlen);
     case EV_FWD:
         return 0; /* where calls were forwarded: for the tests, no figure of the report */
     case EV_REC:

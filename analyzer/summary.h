@@ -27,7 +27,7 @@ struct row {
     struct class_fig fig[SC_N];
     enum impl_class cls;
     bool mixed; /* buckets of this row were classified differently */
-    char detail[96];
+    char detail[192];
 };
 
 struct verdict {

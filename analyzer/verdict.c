@@ -116,14 +116,14 @@ static void software_aes(struct summary *s, const struct row *w)
     cost_text(w, cost, sizeof(cost));
     if (bulk < 0) {
         v = summary__verdict(s, "software-aes", "problem",
-                             "%s decryption runs in software (%s): %s, %s %s; no gain figure: "
+                             "%s decryption is not all in hardware (%s): %s, %s %s; no gain figure: "
                              "fewer than %d bulk records, and smaller records' ns/B is fixed "
                              "per-record work, not the cipher",
                              cipher, w->detail, cost, fmt_pct(&a, sh), of, BULK_MIN_RECORDS);
     } else if (!find_ref(s, w->cipher, false, &r)) {
         v = summary__verdict(
             s, "software-aes", "problem",
-            "%s decryption runs in software (%s): %s, %s %s; the expected gain cannot "
+            "%s decryption is not all in hardware (%s): %s, %s %s; the expected gain cannot "
             "be computed from this trace: record again with TLSMETER_CALIBRATE=1 (measures the "
             "hardware path once at start-up) or run `tlsmeter ab` (reroutes to hardware)",
             cipher, w->detail, cost, fmt_pct(&a, sh), of);
@@ -131,7 +131,7 @@ static void software_aes(struct summary *s, const struct row *w)
         double gain = bulk / r.nspb;
 
         v = summary__verdict(s, "software-aes", "problem",
-                             "%s decryption runs in software (%s): %s, %s %s; hardware "
+                             "%s decryption is not all in hardware (%s): %s, %s %s; hardware "
                              "AES on this CPU does %.2f ns/B (%s); expected gain ~%s on bulk "
                              "records, their crypto %s -> %s",
                              cipher, w->detail, cost, fmt_pct(&a, sh), of, r.nspb, r.src,

@@ -17,8 +17,19 @@ struct bit {
 
 /* ia32cap word 0 = CPUID.1 (EDX | ECX << 32); word 1 = CPUID.7 (EBX | ECX << 32). */
 static const struct bit ia32_bits[] = {
-    {"aesni", 0, 57},   {"pclmulqdq", 0, 33}, {"ssse3", 0, 41},      {"avx", 0, 60}, {"avx2", 1, 5},
-    {"avx512f", 1, 16}, {"vaes", 1, 41},      {"vpclmulqdq", 1, 42}, {"sha", 1, 29},
+    {"aesni", 0, 57},
+    {"pclmulqdq", 0, 33},
+    {"ssse3", 0, 41},
+    {"avx", 0, 60},
+    {"avx2", 1, 5},
+    {"avx512f", 1, 16},
+    {"vaes", 1, 41},
+    {"vpclmulqdq", 1, 42},
+    {"sha", 1, 29},
+    /* ChaCha20/Poly1305 dispatch (chacha-x86_64.pl, poly1305-x86_64.pl) */
+    {"avx512vl", 1, 31},
+    {"avx512ifma", 1, 21},
+    {"xop", 0, 43},
 };
 
 /* OPENSSL_armcap bits (crypto/arm_arch.h). */

@@ -1,8 +1,10 @@
 /* hook_gcm.c: libcrypto's GCM internals. They tell which code path carried the bytes:
  * with AES-NI/ARMv8 AES the stitched kernel bypasses them for all but partial blocks;
- * table AES goes through _decrypt, vector AES through _decrypt_ctr32. */
+ * table AES goes through _decrypt, vector AES through _decrypt_ctr32. Each call also notes
+ * the context's AES and GHASH function pointers (impl.c): what code ran. */
 #include "cputime.h"
 #include "hook.h"
+#include "impl.h"
 #include "record.h"
 
 #include <openssl/modes.h>
@@ -15,6 +17,7 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt(GCM128_CONTEXT *ctx, const unsigned char *
         return errno = ENOSYS, -1;
     if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
+    tlsm_impl_note_gcm(f.target, ctx, NULL);
     uint64_t t0 = tlsm_cpu_now(&tlsm_th);
     int ret = TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
     tlsm_rec_on_gcm(tlsm_cpu_now(&tlsm_th) - t0, len, 1);
@@ -29,6 +32,7 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt_ctr32(GCM128_CONTEXT *ctx, const unsigned 
         return errno = ENOSYS, -1;
     if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
+    tlsm_impl_note_gcm(f.target, ctx, (const void *)stream);
     uint64_t t0 = tlsm_cpu_now(&tlsm_th);
     int ret = TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
     tlsm_rec_on_gcm(tlsm_cpu_now(&tlsm_th) - t0, len, 2);

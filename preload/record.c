@@ -7,6 +7,7 @@
 #include "conn.h"
 #include "calib.h"
 #include "cputime.h"
+#include "impl.h"
 #include "json.h"
 #include "stack.h"
 #include "reroute.h"
@@ -214,6 +215,9 @@ static void emit(struct tlsm_rec_state *st, bool ok, int32_t pt)
     tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
     tlsm_json_bool(&j, "tag_ok", ok);
     tlsm_json_int(&j, "lib", st->routed ? st->backend->lib_id : st->lib ? st->lib->lib_id : 0);
+    int impl = tlsm_impl_take();
+    if (impl)
+        tlsm_json_int(&j, "impl", impl);
     if (st->verdict)
         tlsm_json_safe(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
     uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_REC);
