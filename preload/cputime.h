@@ -16,6 +16,7 @@
 #define TLSM_CPUTIME_H
 
 #include "clock.h"
+#include "recsm.h"
 #include "thread.h"
 
 #include <linux/perf_event.h>
@@ -114,20 +115,21 @@ static inline uint64_t tlsm_cpu_delta_ns(const struct tlsm_thread *th, uint64_t 
     return th->cpu_kind == TLSM_CPU_PERF_CLOCK ? delta : tlsm_ticks_to_ns(delta);
 }
 
-/* Start of a record: remember where the thread's clock and switch detector stand. */
-static inline void tlsm_cpu_begin(struct tlsm_thread *th)
+/* Start of a record: remember in m (the record's, so records in flight together keep their
+ * own) where the thread's clock and switch detector stand. */
+static inline void tlsm_cpu_begin(struct tlsm_thread *th, struct tlsm_rsm_mark *m)
 {
     if (__builtin_expect(th->cpu_kind == TLSM_CPU_UNSET, 0))
         tlsm_cpu_thread_setup(th);
-    th->cpu_clock_ok = false;
+    m->cpu_ok = false;
     switch (th->cpu_kind) {
     case TLSM_CPU_PERF_CLOCK:
-        th->cpu_clock_ok = tlsm_perf_clock(th->cpu_page, &th->cpu_t0, &th->cpu_seq0);
-        if (!th->cpu_clock_ok)
-            th->cpu_seq0 = th->cpu_page->lock;
+        m->cpu_ok = tlsm_perf_clock(th->cpu_page, &m->cpu, &m->seq);
+        if (!m->cpu_ok)
+            m->seq = th->cpu_page->lock;
         break;
     case TLSM_CPU_PERF_SWITCH:
-        th->cpu_seq0 = th->cpu_page->lock;
+        m->seq = th->cpu_page->lock;
         break;
     case TLSM_CPU_RSEQ:
         __atomic_store_n(&th->cpu_rseq->rseq_cs, (uint64_t)(uintptr_t)&tlsm_rseq_desc,
@@ -139,23 +141,26 @@ static inline void tlsm_cpu_begin(struct tlsm_thread *th)
     __asm__ volatile("" ::: "memory");
 }
 
-/* End of a record begun at wall tick wall_t0 with tlsm_cpu_begin. */
-static inline void tlsm_cpu_end(struct tlsm_thread *th, uint64_t wall_t0, struct tlsm_cpu_span *sp)
+/* End of a record begun at wall tick wall_t0 with tlsm_cpu_begin(th, m). rseq: the area is
+ * per thread, so a record ending inside another's span clears it for both (the outer one is
+ * then flagged switched out: conservative). */
+static inline void tlsm_cpu_end(struct tlsm_thread *th, uint64_t wall_t0,
+                                const struct tlsm_rsm_mark *m, struct tlsm_cpu_span *sp)
 {
     __asm__ volatile("" ::: "memory");
     uint64_t cpu = 0;
     uint32_t seq = 0;
-    bool clock = th->cpu_kind == TLSM_CPU_PERF_CLOCK && th->cpu_clock_ok &&
+    bool clock = th->cpu_kind == TLSM_CPU_PERF_CLOCK && m->cpu_ok &&
                  tlsm_perf_clock(th->cpu_page, &cpu, &seq);
     sp->wall_ns = tlsm_ticks_to_ns(tlsm_now() - wall_t0);
-    sp->cpu_ns = clock ? cpu - th->cpu_t0 : sp->wall_ns;
+    sp->cpu_ns = clock ? cpu - m->cpu : sp->wall_ns;
     sp->preempt = 0;
     switch (th->cpu_kind) {
     case TLSM_CPU_PERF_CLOCK:
     case TLSM_CPU_PERF_SWITCH:
         if (!clock)
             seq = th->cpu_page->lock;
-        sp->preempt = (seq - th->cpu_seq0 + 1) / 2;
+        sp->preempt = (seq - m->seq + 1) / 2;
         break;
     case TLSM_CPU_RSEQ:
         sp->preempt = __atomic_load_n(&th->cpu_rseq->rseq_cs, __ATOMIC_RELAXED) !=

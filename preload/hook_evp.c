@@ -8,6 +8,15 @@
 
 #include <openssl/evp.h>
 
+/* Around a tracked context's data call: GCM inner calls during it belong to its record. */
+#define DATA_CALL_BEGIN(st)                                                                        \
+    struct tlsm_rsm_ctx *outer = tlsm_th.rec_cur;                                                  \
+    tlsm_th.rec_cur = &(st)->rsm;                                                                  \
+    tlsm_th.evp_depth++
+#define DATA_CALL_END()                                                                            \
+    tlsm_th.evp_depth--;                                                                           \
+    tlsm_th.rec_cur = outer
+
 /* Untraced: set-up not finished, our own call, or nested inside another EVP hook. */
 static bool untraced_evp(void)
 {
@@ -80,11 +89,11 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);                  \
         if (!st)                                                                                   \
             return TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                    \
-        tlsm_th.evp_depth++;                                                                       \
-        int ret = st->in_rec && st->routed                                                         \
+        DATA_CALL_BEGIN(st);                                                                       \
+        int ret = st->rsm.in_rec && st->routed                                                     \
                       ? tlsm_reroute_update(st, (tlsm_update_fn)f.fn, ctx, out, outl, in, inl)     \
                       : TLSM_REAL(name, f)(ctx, out, outl, in, inl);                               \
-        tlsm_th.evp_depth--;                                                                       \
+        DATA_CALL_END();                                                                           \
         int saved = errno;                                                                         \
         tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
         errno = saved;                                                                             \
@@ -103,11 +112,11 @@ UPDATE_HOOK(EVP_DecryptUpdate)
         struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);                  \
         if (!st)                                                                                   \
             return TLSM_REAL(name, f)(ctx, outm, outl);                                            \
-        tlsm_th.evp_depth++;                                                                       \
-        int ret = st->in_rec && st->routed                                                         \
+        DATA_CALL_BEGIN(st);                                                                       \
+        int ret = st->rsm.in_rec && st->routed                                                     \
                       ? tlsm_reroute_final(st, (tlsm_final_fn)f.fn, ctx, outm, outl)               \
                       : TLSM_REAL(name, f)(ctx, outm, outl);                                       \
-        tlsm_th.evp_depth--;                                                                       \
+        DATA_CALL_END();                                                                           \
         int saved = errno;                                                                         \
         tlsm_rec_on_final(st, ret);                                                                \
         errno = saved;                                                                             \
@@ -126,13 +135,13 @@ TLSM_EXPORT int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsign
     struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);
     if (!st)
         return TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
-    tlsm_th.evp_depth++;
-    int ret = st->in_rec && st->routed
+    DATA_CALL_BEGIN(st);
+    int ret = st->rsm.in_rec && st->routed
                   ? tlsm_reroute_cipher(st, (tlsm_cipher_fn)f.fn, ctx, out, in, inl)
                   : TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
-    tlsm_th.evp_depth--;
+    DATA_CALL_END();
     int saved = errno;
-    tlsm_rec_on_cipher(st, out, ret);
+    tlsm_rec_on_cipher(st, out, (int)inl, ret);
     errno = saved;
     return ret;
 }

@@ -5,7 +5,7 @@
 #include "cputime.h"
 #include "hook.h"
 #include "impl.h"
-#include "record.h"
+#include "recsm.h"
 
 #include <openssl/modes.h>
 
@@ -15,12 +15,13 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt(GCM128_CONTEXT *ctx, const unsigned char *
     TLSM_HOOK_ENTER(CRYPTO_gcm128_decrypt, f);
     if (!f.fn)
         return errno = ENOSYS, -1;
-    if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
+    struct tlsm_rsm_ctx *rec = tlsm_th.rec_cur;
+    if (!rec || !rec->in_rec || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
     tlsm_impl_note_gcm(f.target, ctx, NULL);
     uint64_t t0 = tlsm_cpu_now(&tlsm_th);
     int ret = TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
-    tlsm_rec_on_gcm(tlsm_cpu_now(&tlsm_th) - t0, len, 1);
+    tlsm_rsm_gcm(rec, tlsm_cpu_now(&tlsm_th) - t0, len, TLSM_RSM_GCM_PLAIN);
     return ret;
 }
 
@@ -30,11 +31,12 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt_ctr32(GCM128_CONTEXT *ctx, const unsigned 
     TLSM_HOOK_ENTER(CRYPTO_gcm128_decrypt_ctr32, f);
     if (!f.fn)
         return errno = ENOSYS, -1;
-    if (!tlsm_th.rec_open || !tlsm_tracing(&tlsm_th))
+    struct tlsm_rsm_ctx *rec = tlsm_th.rec_cur;
+    if (!rec || !rec->in_rec || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
     tlsm_impl_note_gcm(f.target, ctx, (const void *)stream);
     uint64_t t0 = tlsm_cpu_now(&tlsm_th);
     int ret = TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
-    tlsm_rec_on_gcm(tlsm_cpu_now(&tlsm_th) - t0, len, 2);
+    tlsm_rsm_gcm(rec, tlsm_cpu_now(&tlsm_th) - t0, len, TLSM_RSM_GCM_CTR32);
     return ret;
 }

@@ -1,12 +1,12 @@
 /* record.h: TLS records from the EVP calls libssl makes on its decrypt contexts.
- * Hook-agnostic: the EVP hooks report what was called; this file knows the sequences
- * (DESIGN.md "Layers the preload sees"):
- *   TLS 1.3: Init(nonce) ctrl(SET_TAG) Update(NULL, hdr, 5) Update(out, in, n) Final
- *   TLS 1.2: ctrl(TLS1_AAD, 13) Update(out, in, n)        (or EVP_Cipher in 1.1-style code) */
+ * The adapter between the EVP hooks and the record state machine (recsm.h, which knows the
+ * sequences): it decides which contexts are record sources, translates each hooked call into
+ * a machine event, and is the machine's sink (the rec line, connections, reroute, stacks). */
 #ifndef TLSM_RECORD_H
 #define TLSM_RECORD_H
 
 #include "obj.h"
+#include "recsm.h"
 
 #include <openssl/evp.h>
 #include <stdbool.h>
@@ -17,16 +17,9 @@ struct tlsm_backend;
 /* What tlsmeter knows of one libssl decrypt context. Only the thread driving the context
  * touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
 struct tlsm_rec_state {
-    const char *cipher; /* static name */
+    struct tlsm_rsm_ctx rsm; /* the record machine's part: direction, record in flight */
     struct tlsm_obj *lib;
     uint32_t conn;
-    uint8_t tls; /* 12, 13, 0 unknown */
-    bool in_rec;
-    int16_t type;
-    int32_t len;
-    uint64_t t0;
-    unsigned char *out; /* TLS 1.3 payload output, for the inner content type */
-    int32_t outl;
     /* Reroute: a backend context keyed like this one (reroute.c). */
     struct tlsm_backend *backend;
     EVP_CIPHER_CTX *shadow;
@@ -61,11 +54,8 @@ void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out, const int
                         const unsigned char *in, int inl, int ret);
 void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret);
 /* EVP_Cipher on a TLS 1.2 AEAD context: returns length or -1. */
-void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int ret);
+void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int inl, int ret);
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
-/* CRYPTO_gcm128_decrypt* inside the record in flight on this thread (ticks: a tlsm_cpu_now()
- * delta). */
-void tlsm_rec_on_gcm(uint64_t ticks, size_t bytes, int which);
 uint64_t tlsm_rec_untracked(void);
 
 #endif

@@ -57,7 +57,7 @@ void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
     if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
         return;
     struct tlsm_backend *b = tlsm_backend_get(tlsm_cfg.crypto, st->lib ? st->lib->path : NULL);
-    EVP_CIPHER *c = b ? tlsm_backend_cipher(b, tlsm_backend_cipher_index(st->cipher)) : NULL;
+    EVP_CIPHER *c = b ? tlsm_backend_cipher(b, tlsm_backend_cipher_index(st->rsm.cipher)) : NULL;
     if (!c) {
         if (b)
             atomic_fetch_add_explicit(&n_shadow_fail, 1, memory_order_relaxed);
@@ -146,7 +146,7 @@ static void mismatch(struct tlsm_rec_state *st)
     if (atomic_fetch_add(&n_mismatch, 1) == 0)
         tlsm_warn("TLSMETER_VERIFY: the %s backend decrypted a %s record differently from "
                   "the program's own code; the native result was delivered",
-                  tlsm_mode_name(tlsm_cfg.crypto), st->cipher);
+                  tlsm_mode_name(tlsm_cfg.crypto), st->rsm.cipher);
 }
 
 /* Test-only (TLSMETER_TEST_CORRUPT): damage the backend's output of verified records, so
@@ -199,7 +199,7 @@ static int verified_payload(struct tlsm_rec_state *st, tlsm_update_fn native, EV
     int ret = st->backend->EVP_CipherUpdate(st->shadow, out, outl, in, inl);
     int len = ret > 0 && outl ? *outl : 0;
     maybe_corrupt(st, out, len);
-    if (st->tls != 12)
+    if (st->rsm.tls != 12)
         return ret; /* TLS 1.3: the tag is checked in Final, compare there */
     /* TLS 1.2: the one Update also checks the tag. */
     atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
@@ -251,12 +251,12 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
         st->vret = st->vret > 0 && nret > 0 ? 1 : 0;
         atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
         st->verdict = 1;
-        if (!same_result(st, ret, st->out, st->outl, false)) {
+        if (!same_result(st, ret, st->rsm.out, st->rsm.outl, false)) {
             mismatch(st);
             /* Even when the native tag failed: its Update output is what the program's own
              * code would have left in the buffer. */
-            if (st->out)
-                release_native(st, st->out, st->vbuf_len, st->outl);
+            if (st->rsm.out) /* libssl's output buffer of the payload call */
+                release_native(st, (unsigned char *)st->rsm.out, st->vbuf_len, st->rsm.outl);
             ret = nret;
         }
     }

@@ -12,6 +12,7 @@ struct tlsm_tbuf;
 struct tlsm_conn_state;
 struct perf_event_mmap_page;
 struct rseq;
+struct tlsm_rsm_ctx;
 
 struct tlsm_thread {
     int tid;
@@ -29,17 +30,13 @@ struct tlsm_thread {
     uint32_t read_recs;
     uint32_t read_preempt;   /* of those, records flagged as switched out */
     uint64_t read_crypto_ns; /* sum of the records' crypto_ns */
-    /* GCM-level accounting of the record in flight on this thread. */
-    bool rec_open;
-    uint64_t gcm_ticks;
-    uint64_t gcm_bytes;
-    uint8_t gcm_fns; /* bit 0: CRYPTO_gcm128_decrypt, bit 1: _ctr32 */
-    /* On-CPU time (cputime.c): the thread's method, set up at its first record, and where
-     * its clock and switch detector stood when the record in flight began. */
-    uint8_t cpu_kind;  /* enum tlsm_cpu_kind */
-    bool cpu_clock_ok; /* cpu_t0 is valid (perf-clock) */
-    uint32_t cpu_seq0;
-    uint64_t cpu_t0;
+    /* The tracked context whose data call (Update, Final, EVP_Cipher) runs now: GCM inner
+     * calls on this thread belong to its record (hook_gcm.c). Saved and restored around the
+     * call, so a nested one on another context does not mix them. */
+    struct tlsm_rsm_ctx *rec_cur;
+    /* On-CPU time (cputime.c): the thread's method, set up at its first record (where its
+     * clock stood when a record began is the record's, struct tlsm_rsm_mark). */
+    uint8_t cpu_kind; /* enum tlsm_cpu_kind */
     const volatile struct perf_event_mmap_page *cpu_page;
     struct rseq *cpu_rseq;
     struct tlsm_tbuf *buf;
