@@ -102,7 +102,8 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
         return;
     tlsm_reroute_detach(st); /* re-keyed with a new cipher: the old shadow is stale */
     memset(st, 0, sizeof(*st));
-    tlsm_rsm_key(&sink, &st->rsm, name, TLSM_DIR_IN);
+    /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
+    tlsm_rsm_key(&sink, &st->rsm, name, TLSM_DIR_IN, strncmp(name, "AES", 3) ? 0 : 8);
     st->lib = target;
     st->conn = tlsm_th.conn;
     if (tlsm_cfg.calibrate)

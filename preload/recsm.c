@@ -4,12 +4,13 @@
 #include <string.h>
 
 void tlsm_rsm_key(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, const char *cipher,
-                  enum tlsm_dir dir)
+                  enum tlsm_dir dir, int eiv)
 {
     (void)s;
     memset(c, 0, sizeof(*c));
     c->cipher = cipher;
     c->dir = (uint8_t)dir;
+    c->eiv = (uint8_t)eiv;
 }
 
 static void begin(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, uint64_t t)
@@ -57,11 +58,13 @@ void tlsm_rsm_ctrl(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, int ty
     begin(s, c, t);
     c->tls = TLSM_TLS12;
     c->type = aad[8];
-    /* The AAD's length: the record's (in) or the plaintext's (out, sealed into len later). */
+    /* The AAD's length: the record's (in), or explicit nonce + plaintext (out: the record's
+     * length is known at the seal). */
+    int32_t n = aad[11] << 8 | aad[12];
     if (c->dir == TLSM_DIR_IN)
-        c->len = aad[11] << 8 | aad[12];
+        c->len = n;
     else
-        c->pt = aad[11] << 8 | aad[12];
+        c->pt = n >= c->eiv ? n - c->eiv : 0;
 }
 
 void tlsm_rsm_aad(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, const unsigned char *in,

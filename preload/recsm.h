@@ -69,9 +69,11 @@ struct tlsm_rsm_sink {
     void (*forgotten)(void *arg, struct tlsm_rsm_ctx *c, bool was_open);
 };
 
-/* Key time (Init with a cipher): the context starts afresh in direction dir. */
+/* Key time (Init with a cipher): the context starts afresh in direction dir. eiv: the
+ * cipher's TLS 1.2 explicit nonce length (8 for AES-GCM/CCM, 0 for ChaCha20-Poly1305), which
+ * the AAD's length includes when sealing. */
 void tlsm_rsm_key(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, const char *cipher,
-                  enum tlsm_dir dir);
+                  enum tlsm_dir dir, int eiv);
 /* Any Init call before it runs: given = TLSM_RSM_* bits, enc = 1, 0, or -1 (unchanged).
  * A nonce alone starts a TLS 1.3 record at time t; enc turning the direction around ends
  * the record in flight (forgotten) and flips c->dir. */
