@@ -104,8 +104,8 @@ int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
     int ret = REAL(EVP_CIPHER_CTX_ctrl)(ctx, type, arg, ptr);
     depth--;
     if (aad)
-        logf_("ctrl %d 0x%x %d ret=%d aad_type=%d aad_len=%d\n", id_of(ctx), type, arg, ret,
-              rtype, rlen);
+        logf_("ctrl %d 0x%x %d ret=%d aad_type=%d aad_len=%d\n", id_of(ctx), type, arg, ret, rtype,
+              rlen);
     else if (logged)
         logf_("ctrl %d 0x%x %d ret=%d\n", id_of(ctx), type, arg, ret);
     return ret;
@@ -121,8 +121,8 @@ static void tail(const unsigned char *p, int n, int *type, int *pad)
     *pad = i >= stop ? n - 1 - i : -1;
 }
 
-static int update_common(const char *fn, int enc, EVP_CIPHER_CTX *ctx, unsigned char *o,
-                         int *outl, const unsigned char *in, int inl, const void *ra)
+static int update_common(const char *fn, int enc, EVP_CIPHER_CTX *ctx, unsigned char *o, int *outl,
+                         const unsigned char *in, int inl, const void *ra)
 {
     __typeof__(&EVP_CipherUpdate) real = (__typeof__(&EVP_CipherUpdate))dlsym(RTLD_NEXT, fn);
     int logged = LOGGED(ra), id = logged ? id_of(ctx) : 0;
@@ -224,10 +224,8 @@ GCM(CRYPTO_gcm128_encrypt, "plain",
     (GCM128_CONTEXT * ctx, const unsigned char *in, unsigned char *o, size_t len),
     (ctx, in, o, len))
 GCM(CRYPTO_gcm128_decrypt_ctr32, "ctr32",
-    (GCM128_CONTEXT * ctx, const unsigned char *in, unsigned char *o, size_t len,
-     ctr128_f stream),
+    (GCM128_CONTEXT * ctx, const unsigned char *in, unsigned char *o, size_t len, ctr128_f stream),
     (ctx, in, o, len, stream))
 GCM(CRYPTO_gcm128_encrypt_ctr32, "ctr32",
-    (GCM128_CONTEXT * ctx, const unsigned char *in, unsigned char *o, size_t len,
-     ctr128_f stream),
+    (GCM128_CONTEXT * ctx, const unsigned char *in, unsigned char *o, size_t len, ctr128_f stream),
     (ctx, in, o, len, stream))
