@@ -158,6 +158,7 @@ help:
 	@echo "  all       build $(O)/libtlsmeter.so and $(O)/tlsmeter-analyze (default)"
 	@echo "  deps      install missing Debian packages (needs root)"
 	@echo "  check     run the test suite (closing line: N passed, N failed, N skipped)"
+	@echo "  unit      the unit tests of the preload's pure parts, no LD_PRELOAD (seconds)"
 	@echo "  demo      trace a loopback HTTPS download and print the report"
 	@echo "  bench     overhead and throughput benchmarks (ratios, one run)"
 	@echo "  install   install to \$$(DESTDIR)\$$(PREFIX) (default /usr/local)"
@@ -174,3 +175,18 @@ help:
 	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
 -include mk/aarch64.mk
+
+# Unit tests of the preload's pure parts (tests/unit/), linked without LD_PRELOAD: `make unit`
+# (seconds). make check runs the same programs (tests/cases/unit-preload.sh).
+UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime
+$(O)/tests/unit/recsm: tests/unit/recsm.c preload/recsm.c preload/recsm.h
+$(O)/tests/unit/json: tests/unit/json.c preload/json.c preload/json.h
+$(O)/tests/unit/cputime: tests/unit/cputime.c preload/clock.c preload/cputime.h preload/clock.h
+$(UNIT_TESTS):
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $@")
+	$(Q)$(CC) $(TLSM_CFLAGS) -Ipreload $(CPPFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) \
+		$(TLSM_LDFLAGS) $(LDFLAGS)
+.PHONY: unit
+unit: $(UNIT_TESTS)
+	$(Q)$(O)/tests/unit/recsm tests/unit/evp && $(O)/tests/unit/json && $(O)/tests/unit/cputime

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # unit-preload: parts of the preload tested directly, linked into small programs (no LD_PRELOAD):
-# the JSON line writer; the perf-clock reading of cputime.h.
+# the JSON line writer; the perf-clock reading of cputime.h; the record state machine (recsm.c)
+# replaying recorded OpenSSL 3.0 EVP sequences (tests/unit/evp) and hand-written ones.
 # tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -29,3 +30,15 @@ out=$(run_target "$d/cputime" 2>&1)
 rc=$?
 echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 [ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit cputime: exit $rc: $(echo "$out" | tail -n 3)"
+
+# The record state machine on its own (issue 13): recsm.c and nothing else links.
+if ! $cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter "${san[@]}" -I"$TLSM_TOP/preload" \
+    -o "$d/recsm" "$TLSM_TOP/tests/unit/recsm.c" "$TLSM_TOP/preload/recsm.c" 2>"$d/cc3.err"; then
+    fail "unit recsm: does not build: $(head -c 300 "$d/cc3.err")"
+    exit 0
+fi
+out=$(run_target "$d/recsm" "$TLSM_TOP/tests/unit/evp" 2>&1)
+rc=$?
+echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
+[ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit recsm: exit $rc: $(echo "$out" | tail -n 3)"
+echo "$out" | grep -q '^PASS recsm write inside a read' || fail "unit recsm: the hand-written cases did not run"
