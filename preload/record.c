@@ -26,7 +26,7 @@ static struct tlsm_table ctxs;
 static void rec_begin(void *arg, struct tlsm_rsm_ctx *c);
 static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt);
 static void rec_forgotten(void *arg, struct tlsm_rsm_ctx *c, bool was_open);
-static const struct tlsm_rsm_sink sink = {NULL, rec_begin, rec_done, rec_forgotten};
+const struct tlsm_rsm_sink tlsm_rec_sink = {NULL, rec_begin, rec_done, rec_forgotten};
 
 /* The state of the context c belongs to (c is its first member). */
 static struct tlsm_rec_state *state_of(struct tlsm_rsm_ctx *c)
@@ -54,7 +54,7 @@ void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    tlsm_rsm_forget(&sink, &st->rsm); /* the sink's forgotten() lets reroute go */
+    tlsm_rsm_forget(&tlsm_rec_sink, &st->rsm); /* the sink's forgotten() lets reroute go */
     tlsm_table_del(&ctxs, ctx);
 }
 
@@ -103,7 +103,7 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
     tlsm_reroute_detach(st); /* re-keyed with a new cipher: the old shadow is stale */
     memset(st, 0, sizeof(*st));
     /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
-    tlsm_rsm_key(&sink, &st->rsm, name, TLSM_DIR_IN, strncmp(name, "AES", 3) ? 0 : 8);
+    tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, TLSM_DIR_IN, strncmp(name, "AES", 3) ? 0 : 8);
     st->lib = target;
     st->conn = tlsm_th.conn;
     if (tlsm_cfg.calibrate)
@@ -128,7 +128,7 @@ void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsig
     }
     unsigned given =
         (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
-    tlsm_rsm_init(&sink, &st->rsm, given, enc, t_entry);
+    tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
 }
 
 void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
@@ -149,12 +149,6 @@ void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const un
     tlsm_reroute_mirror_init(st, key, iv, enc, has_params);
     if (st->rsm.in_rec && !key && iv)
         tlsm_reroute_begin(st);
-}
-
-void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
-                      uint64_t t_entry)
-{
-    tlsm_rsm_ctrl(&sink, &st->rsm, type, arg, ptr, t_entry);
 }
 
 static void rec_begin(void *arg, struct tlsm_rsm_ctx *c)
@@ -233,23 +227,4 @@ void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr
     tlsm_reroute_mirror_ctrl(st, type, arg, ptr, ret);
     if (type == EVP_CTRL_AEAD_TLS1_AAD && st->rsm.in_rec)
         tlsm_reroute_begin(st);
-}
-
-void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out, const int *outl,
-                        const unsigned char *in, int inl, int ret)
-{
-    if (!out)
-        tlsm_rsm_aad(&sink, &st->rsm, in, inl);
-    else
-        tlsm_rsm_payload(&sink, &st->rsm, out, ret > 0 && outl ? *outl : 0, inl, ret > 0);
-}
-
-void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret)
-{
-    tlsm_rsm_final(&sink, &st->rsm, ret > 0);
-}
-
-void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int inl, int ret)
-{
-    tlsm_rsm_cipher(&sink, &st->rsm, out != NULL, inl, ret);
 }

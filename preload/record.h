@@ -46,15 +46,39 @@ void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const un
                          const void *caller, struct tlsm_obj *target, int ret);
 /* After the native ctrl: mirror it; a TLS 1.2 AAD decides the record's route. */
 void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
+/* The machine's sink (record.c), for the per-record calls below: inline, so a hooked call
+ * reaches the machine in one call. */
+extern const struct tlsm_rsm_sink tlsm_rec_sink;
+
 /* EVP_CIPHER_CTX_ctrl before forwarding (TLS 1.2 AAD starts a record). */
-void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
-                      uint64_t t_entry);
+static inline void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
+                                    uint64_t t_entry)
+{
+    tlsm_rsm_ctrl(&tlsm_rec_sink, &st->rsm, type, arg, ptr, t_entry);
+}
+
 /* Update: AAD (out == NULL) or payload; after forwarding. */
-void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out, const int *outl,
-                        const unsigned char *in, int inl, int ret);
-void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret);
+static inline void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out,
+                                      const int *outl, const unsigned char *in, int inl, int ret)
+{
+    if (!out)
+        tlsm_rsm_aad(&tlsm_rec_sink, &st->rsm, in, inl);
+    else
+        tlsm_rsm_payload(&tlsm_rec_sink, &st->rsm, out, ret > 0 && outl ? *outl : 0, inl, ret > 0);
+}
+
+static inline void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret)
+{
+    tlsm_rsm_final(&tlsm_rec_sink, &st->rsm, ret > 0);
+}
+
 /* EVP_Cipher on a TLS 1.2 AEAD context: returns length or -1. */
-void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int inl, int ret);
+static inline void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int inl,
+                                      int ret)
+{
+    tlsm_rsm_cipher(&tlsm_rec_sink, &st->rsm, out != NULL, inl, ret);
+}
+
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
 uint64_t tlsm_rec_untracked(void);
 
