@@ -81,6 +81,14 @@ static const char *aead_name(int nid, bool *gcm)
     }
 }
 
+/* The one place that decides which directions are traced: decryption only, until the
+ * analyzer separates `dir` (the machine knows both). enc as EVP takes it: 0 decrypt, -1
+ * unchanged, anything else encrypt (libssl passes 1 or, for TLS 1.3 keys, 2). */
+static bool traced_dir(int enc)
+{
+    return enc == 0;
+}
+
 /* A context libssl keys for decryption with an AEAD cipher becomes a record source. */
 static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                   const unsigned char *iv, bool has_params, const void *caller,
@@ -122,7 +130,7 @@ void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsig
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    if (enc == 1) { /* switched to encryption: not a record source (yet), see track() */
+    if (enc != -1 && !traced_dir(enc)) { /* turned to encryption: no longer a source */
         tlsm_rec_forget(ctx);
         return;
     }
@@ -139,7 +147,7 @@ void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const un
     if (ret <= 0)
         return;
     if (cipher) {
-        if (enc == 0)
+        if (traced_dir(enc))
             track(ctx, cipher, key, iv, has_params, caller, target);
         return;
     }
