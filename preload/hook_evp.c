@@ -8,10 +8,11 @@
 
 #include <openssl/evp.h>
 
-/* Around a tracked context's data call: GCM inner calls during it belong to its record. */
+/* Around a tracked context's data call: GCM inner calls during it belong to its record (if
+ * one is open: a record only begins at Init or ctrl, never inside a data call). */
 #define DATA_CALL_BEGIN(st)                                                                        \
     struct tlsm_rsm_ctx *outer = tlsm_th.rec_cur;                                                  \
-    tlsm_th.rec_cur = &(st)->rsm;                                                                  \
+    tlsm_th.rec_cur = (st)->rsm.in_rec ? &(st)->rsm : NULL;                                        \
     tlsm_th.evp_depth++
 #define DATA_CALL_END()                                                                            \
     tlsm_th.evp_depth--;                                                                           \

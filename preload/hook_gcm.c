@@ -16,7 +16,7 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt(GCM128_CONTEXT *ctx, const unsigned char *
     if (!f.fn)
         return errno = ENOSYS, -1;
     struct tlsm_rsm_ctx *rec = tlsm_th.rec_cur;
-    if (!rec || !rec->in_rec || !tlsm_tracing(&tlsm_th))
+    if (!rec || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt, f)(ctx, in, out, len);
     tlsm_impl_note_gcm(f.target, ctx, NULL);
     uint64_t t0 = tlsm_cpu_now(&tlsm_th);
@@ -32,7 +32,7 @@ TLSM_EXPORT int CRYPTO_gcm128_decrypt_ctr32(GCM128_CONTEXT *ctx, const unsigned 
     if (!f.fn)
         return errno = ENOSYS, -1;
     struct tlsm_rsm_ctx *rec = tlsm_th.rec_cur;
-    if (!rec || !rec->in_rec || !tlsm_tracing(&tlsm_th))
+    if (!rec || !tlsm_tracing(&tlsm_th))
         return TLSM_REAL(CRYPTO_gcm128_decrypt_ctr32, f)(ctx, in, out, len, stream);
     tlsm_impl_note_gcm(f.target, ctx, (const void *)stream);
     uint64_t t0 = tlsm_cpu_now(&tlsm_th);

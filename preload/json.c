@@ -19,9 +19,33 @@ size_t tlsm_json_digits(char *dst, uint64_t u)
                                 "31323334353637383940414243444546474849505152535455565758596061"
                                 "62636465666768697071727374757677787980818283848586878889909192"
                                 "93949596979899";
+    static const uint64_t pow10[20] = {1,
+                                       10,
+                                       100,
+                                       1000,
+                                       10000,
+                                       100000,
+                                       1000000,
+                                       10000000,
+                                       100000000,
+                                       1000000000,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+    /* Digit count from the bit length (log10(2) ~ 1233/4096), one compare to correct it:
+     * no loop over the powers of ten (nanosecond times have 10 digits or more). */
     size_t n = 1;
-    for (uint64_t p = 10; n < 20 && u >= p; p *= 10)
-        n++;
+    if (u) {
+        unsigned t = ((64u - (unsigned)__builtin_clzll(u)) * 1233u) >> 12;
+        n = t + 1 - (u < pow10[t]);
+    }
     char *q = dst + n;
     while (u >= 100) {
         unsigned d = (unsigned)(u % 100) * 2;

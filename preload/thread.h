@@ -30,9 +30,9 @@ struct tlsm_thread {
     uint32_t read_recs;
     uint32_t read_preempt;   /* of those, records flagged as switched out */
     uint64_t read_crypto_ns; /* sum of the records' crypto_ns */
-    /* The tracked context whose data call (Update, Final, EVP_Cipher) runs now: GCM inner
-     * calls on this thread belong to its record (hook_gcm.c). Saved and restored around the
-     * call, so a nested one on another context does not mix them. */
+    /* The tracked context whose data call (Update, Final, EVP_Cipher) runs now with a record
+     * open: GCM inner calls on this thread belong to that record (hook_gcm.c). Saved and restored
+     * around the call, so a nested one on another context does not mix them. */
     struct tlsm_rsm_ctx *rec_cur;
     /* On-CPU time (cputime.c): the thread's method, set up at its first record (where its
      * clock stood when a record began is the record's, struct tlsm_rsm_mark). */

@@ -86,14 +86,33 @@ static void overflow(void)
     }
 }
 
+/* tlsm_json_digits counts digits from the bit length: check both sides of every power of ten
+ * against printf. */
+static void digit_counts(void)
+{
+    uint64_t p = 1;
+    for (int k = 0; k < 20; k++, p *= 10)
+        for (int d = -1; d <= 1; d++) {
+            uint64_t v = p + (uint64_t)(int64_t)d;
+            char got[32], want[32];
+            size_t n = tlsm_json_digits(got, v);
+            snprintf(want, sizeof(want), "%llu", (unsigned long long)v);
+            if (n != strlen(want) || memcmp(got, want, n)) {
+                printf("FAIL json digits: got %.*s want %s\n", (int)n, got, want);
+                failed++;
+            }
+        }
+}
+
 int main(void)
 {
+    digit_counts();
     ints();
     strings();
     numbers();
     overflow();
     if (!failed)
-        printf("PASS json writer: integers (every digit count, signs, extremes), escaping, "
+        printf("PASS json writer: integers (every digit count and power of ten, signs, extremes), escaping, "
                "fixed-point numbers, helpers, overflow\n");
     return failed != 0;
 }
