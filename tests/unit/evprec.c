@@ -1,5 +1,5 @@
 /* tests/unit/evprec.c: a test-only LD_PRELOAD recorder of the EVP calls libssl makes per
- * record, written as the data files tests/unit/recsm.c replays (tests/unit/evp/README).
+ * record, written as the data files tests/unit/recsm.c replays (tests/unit/evp/NAME.SIDE.evp).
  * Logs call kinds, context numbers, enc flags, sizes, return values and the public record
  * header fields (TLS 1.2 AAD type/length, TLS 1.3 header length, TLS 1.3 inner type and
  * padding): never key, nonce or plaintext bytes. Only calls from libssl are logged, as
