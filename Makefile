@@ -57,6 +57,10 @@ TLSM_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=a
 TLSM_LDFLAGS += -fsanitize=$(SAN)
 endif
 TLSM_LDFLAGS += $(SYSROOT_LDFLAGS)
+# Each compile writes the headers (and hooks.def) it read into a .d file beside its output;
+# the files are included at the end, so touching a header rebuilds exactly what includes it.
+# -MP adds an empty rule per header, so a deleted header does not stop the build.
+DEPFLAGS := -MMD -MP
 
 PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(O)/%.o)
@@ -83,21 +87,22 @@ all: $(PRELOAD) $(ANALYZER)
 deps:
 	$(Q)scripts/install-deps
 
-$(O)/preload/%.o: preload/%.c $(wildcard preload/*.h)
+$(O)/preload/%.o: preload/%.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) $(UNWIND_CFLAGS) \
-		$(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) \
+		$(UNWIND_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(PRELOAD): $(PRELOAD_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined \
 		-ldl -lpthread
 
-$(O)/analyzer/%.o: analyzer/%.c $(wildcard analyzer/*.h)
+$(O)/analyzer/%.o: analyzer/%.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) \
+		-c -o $@ $<
 
 $(ANALYZER): $(ANALYZER_OBJS)
 	$(if $(Q),@echo "  LD      $@")
@@ -106,7 +111,7 @@ $(ANALYZER): $(ANALYZER_OBJS)
 $(O)/tests/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
 		$(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -lpthread -ldl
 
 testprogs: $(TESTPROGS)
@@ -116,12 +121,14 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_reader.c
 FUZZER := $(O)/fuzz/fuzz-reader
-$(FUZZER): $(FUZZ_SRCS) $(wildcard analyzer/*.h)
+FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
+# One compile of several sources: its header list comes from a separate -MM pass (one .d).
+$(FUZZER): $(FUZZ_SRCS)
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  FUZZCC  $@")
-	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(JANSSON_CFLAGS) \
-		$(DW_CFLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) $(DW_LIBS) -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -MM -MP -MT $@ $(FUZZ_SRCS) >$@.d
+	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 $(FUZZ_CPPFLAGS) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 fuzz: $(FUZZER)
 	$(Q)tests/fuzz/run $(FUZZER) $(FUZZ_TIME)
 
@@ -174,3 +181,6 @@ help:
 	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
 -include mk/aarch64.mk
+
+# Header dependencies written by the compiles above (absent before the first build).
+-include $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(FUZZER).d
