@@ -87,6 +87,12 @@ all: $(PRELOAD) $(ANALYZER)
 deps:
 	$(Q)scripts/install-deps
 
+# The quick-start targets (check, demo, bench) install what is missing before the first
+# compile, also under -j: every object waits for `deps` when one of them is a goal.
+ifneq ($(filter check demo bench deps,$(MAKECMDGOALS)),)
+$(PRELOAD_OBJS) $(ANALYZER_OBJS) $(TESTPROGS): | deps
+endif
+
 $(O)/preload/%.o: preload/%.c
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
