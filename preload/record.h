@@ -1,6 +1,6 @@
 /* record.h: TLS records from the EVP calls libssl makes on its decrypt contexts.
  * Hook-agnostic: the EVP hooks report what was called; this file knows the sequences
- * (DESIGN.md "Layers the preload sees"):
+ * (docs/design.md sections 2 and 3):
  *   TLS 1.3: Init(nonce) ctrl(SET_TAG) Update(NULL, hdr, 5) Update(out, in, n) Final
  *   TLS 1.2: ctrl(TLS1_AAD, 13) Update(out, in, n)        (or EVP_Cipher in 1.1-style code) */
 #ifndef TLSM_RECORD_H
