@@ -93,7 +93,7 @@ ifneq ($(filter check demo bench deps,$(MAKECMDGOALS)),)
 $(PRELOAD_OBJS) $(ANALYZER_OBJS) $(TESTPROGS): | deps
 endif
 
-$(O)/preload/%.o: preload/%.c
+$(O)/preload/%.o: preload/%.c $(O)/preload/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) \
@@ -104,7 +104,7 @@ $(PRELOAD): $(PRELOAD_OBJS)
 	$(Q)$(CC) -shared -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined \
 		-ldl -lpthread
 
-$(O)/analyzer/%.o: analyzer/%.c
+$(O)/analyzer/%.o: analyzer/%.c $(O)/analyzer/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) \
@@ -114,7 +114,7 @@ $(ANALYZER): $(ANALYZER_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 
-$(O)/tests/%: tests/progs/%.c
+$(O)/tests/%: tests/progs/%.c $(O)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
@@ -129,7 +129,7 @@ FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_read
 FUZZER := $(O)/fuzz/fuzz-reader
 FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
 # One compile of several sources: its header list comes from a separate -MM pass (one .d).
-$(FUZZER): $(FUZZ_SRCS)
+$(FUZZER): $(FUZZ_SRCS) $(FUZZER).d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -MM -MP -MT $@ $(FUZZ_SRCS) >$@.d
@@ -188,5 +188,9 @@ help:
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
 -include mk/aarch64.mk
 
-# Header dependencies written by the compiles above (absent before the first build).
--include $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(FUZZER).d
+# Header dependencies written by the compiles above. Each output also depends on its .d: a
+# missing one (first build, or a tree built before -MMD) counts as changed, so the output is
+# rebuilt and gets its list, instead of staying stale against headers make does not know of.
+DEPFILES := $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(FUZZER).d
+$(DEPFILES):
+include $(wildcard $(DEPFILES))

@@ -4,7 +4,8 @@
 # analyzer header and tests/progs/tlsget.h are touched in turn and `make -n` must compile
 # exactly the objects whose source includes it, directly or through another header (found by
 # following `#include "..."` lines here, not by the compiler). Also: a fresh build is
-# up to date (`make -q`), and a deleted header does not break the build (-MP).
+# up to date (`make -q`), an object without its .d file is rebuilt, and a deleted header
+# does not break the build (-MP).
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 d=$(case_dir)
@@ -15,7 +16,8 @@ cp -a "$TLSM_TOP/tests/progs" "$TLSM_TOP/tests/fuzz" "$src/tests/"
 # The fuzz target needs clang with libFuzzer; without it the other targets are still checked.
 goals=(all testprogs)
 command -v "${FUZZ_CC:-clang}" >/dev/null && goals+=(b/fuzz/fuzz-reader)
-mk() { make -C "$src" --no-print-directory O=b SAN= "$@"; }
+# Not the calling make's flags or variables (make check SAN=... O=...): a build of its own.
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" --no-print-directory O=b SAN= "$@"; }
 
 if ! mk -j2 "${goals[@]}" >"$d/build.log" 2>&1; then
     fail "build-deps: the scratch build failed: $(tail -n 3 "$d/build.log" | tr '\n' ' ')"
@@ -97,6 +99,16 @@ else
     check_touch $hdr "the $n_users of $n_all analyzer files that include it"
 fi
 check_touch tests/progs/tlsget.h "the test programs that include it"
+
+# An object without its .d (built before -MMD, or the file lost) is rebuilt, not kept stale.
+rm "$src/b/analyzer/hist.d"
+got=$(mk -n V=1 "${goals[@]}" | grep -o ' -o [^ ]*' | sed 's/^ -o //' | sort -u | tr '\n' ' ')
+if [ "$got" = "b/analyzer/hist.o b/tlsmeter-analyze " ]; then
+    pass "build-deps: an object whose .d is missing is rebuilt (and only it)"
+else
+    fail "build-deps: hist.d removed: want [b/analyzer/hist.o b/tlsmeter-analyze] got [$got]"
+fi
+mk "${goals[@]}" >>"$d/build.log" 2>&1
 
 # -MP: a header that no longer exists (and is no longer included) must not stop the build.
 printf '/* scratch.h: build-deps probe */\n' >"$src/analyzer/scratch.h"
