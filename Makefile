@@ -57,6 +57,10 @@ TLSM_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=a
 TLSM_LDFLAGS += -fsanitize=$(SAN)
 endif
 TLSM_LDFLAGS += $(SYSROOT_LDFLAGS)
+# Each compile writes the headers (and hooks.def) it read into a .d file beside its output;
+# the files are included at the end, so touching a header rebuilds exactly what includes it.
+# -MP adds an empty rule per header, so a deleted header does not stop the build.
+DEPFLAGS := -MMD -MP
 
 PRELOAD_SRCS := $(wildcard preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(O)/%.o)
@@ -83,30 +87,37 @@ all: $(PRELOAD) $(ANALYZER)
 deps:
 	$(Q)scripts/install-deps
 
-$(O)/preload/%.o: preload/%.c $(wildcard preload/*.h)
+# The quick-start targets (check, demo, bench) install what is missing before the first
+# compile, also under -j: every object waits for `deps` when one of them is a goal.
+ifneq ($(filter check demo bench deps,$(MAKECMDGOALS)),)
+$(PRELOAD_OBJS) $(ANALYZER_OBJS) $(TESTPROGS): | deps
+endif
+
+$(O)/preload/%.o: preload/%.c $(O)/preload/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) $(UNWIND_CFLAGS) \
-		$(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) \
+		$(UNWIND_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(PRELOAD): $(PRELOAD_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined \
 		-ldl -lpthread
 
-$(O)/analyzer/%.o: analyzer/%.c $(wildcard analyzer/*.h)
+$(O)/analyzer/%.o: analyzer/%.c $(O)/analyzer/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) \
+		-c -o $@ $<
 
 $(ANALYZER): $(ANALYZER_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 
-$(O)/tests/%: tests/progs/%.c
+$(O)/tests/%: tests/progs/%.c $(O)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
 		$(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -lpthread -ldl
 
 testprogs: $(TESTPROGS)
@@ -116,12 +127,14 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_reader.c
 FUZZER := $(O)/fuzz/fuzz-reader
-$(FUZZER): $(FUZZ_SRCS) $(wildcard analyzer/*.h)
+FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
+# One compile of several sources: its header list comes from a separate -MM pass (one .d).
+$(FUZZER): $(FUZZ_SRCS) $(FUZZER).d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  FUZZCC  $@")
-	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(JANSSON_CFLAGS) \
-		$(DW_CFLAGS) -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) $(DW_LIBS) -lm
+	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -MM -MP -MT $@ $(FUZZ_SRCS) >$@.d
+	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 $(FUZZ_CPPFLAGS) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 fuzz: $(FUZZER)
 	$(Q)tests/fuzz/run $(FUZZER) $(FUZZ_TIME)
 
@@ -175,6 +188,13 @@ help:
 	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
 -include mk/aarch64.mk
+
+# Header dependencies written by the compiles above. Each output also depends on its .d: a
+# missing one (first build, or a tree built before -MMD) counts as changed, so the output is
+# rebuilt and gets its list, instead of staying stale against headers make does not know of.
+DEPFILES := $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(FUZZER).d
+$(DEPFILES):
+include $(wildcard $(DEPFILES))
 
 # Unit tests of the preload's pure parts (tests/unit/), linked without LD_PRELOAD: `make unit`
 # (seconds). make check runs the same programs (tests/cases/unit-preload.sh).

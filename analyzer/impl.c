@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* Wide sanity bands for the cross-check only (DESIGN.md measured ~0.15 / 1.6-3.1 / 6.5 ns/B
- * on x86_64 and 0.46 / 9.8 on the OTA SoC). The verdicts never use these numbers. */
+/* Wide sanity bands for the cross-check only (docs/design.md section 8: ~0.26 / 1.65-3.8 /
+ * 7.9 ns/B on x86_64 here, about 0.46 / 9.8 on the OTA SoC). The verdicts never use them. */
 static const double band_lo[] = {[IMPL_HARDWARE] = 0.0, [IMPL_VECTOR] = 0.8, [IMPL_TABLE] = 2.5};
 static const double band_hi[] = {[IMPL_HARDWARE] = 1.2, [IMPL_VECTOR] = 8.0, [IMPL_TABLE] = 1e9};
 

@@ -1,5 +1,5 @@
-/* impl.h: which implementation class decrypted a bucket of records (DESIGN.md, "Telling the
- * implementation class apart"). */
+/* impl.h: which implementation class decrypted a bucket of records (docs/design.md section 8,
+ * "Which AES and GHASH ran"). */
 #ifndef TLSM_IMPL_H
 #define TLSM_IMPL_H
 

@@ -48,7 +48,7 @@ static bool contains(const char *s, const char *sub)
 }
 
 /* qemu-user shows the host's /proc/cpuinfo, so an aarch64 trace naming an x86 CPU ran
- * emulated; there ns/byte says nothing about the target (DESIGN.md, aarch64). */
+ * emulated; there ns/byte says nothing about the target (docs/aarch64.md, "Time lies"). */
 static bool looks_emulated(const struct trace *t, json_t *o)
 {
     if (json_is_true(json_object_get(o, "emulated")))

@@ -1,4 +1,4 @@
-/* backend.c: load a private libcrypto. Measured pitfalls: dlmopen
+/* backend.c: load a private libcrypto. Measured pitfalls (docs/design.md section 5): dlmopen
  * gives a second libc (pthread keys and malloc break); a hard link of the same file is the
  * same instance; an empty or colon-less OPENSSL_ia32cap masks more than AES. */
 #include "backend.h"

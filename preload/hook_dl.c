@@ -1,5 +1,6 @@
 /* hook_dl.c: dlclose may unload an object whose address range our forwarding cache
- * remembers; a new object could later load there. Forget the cache on every dlclose. And
+ * remembers; a new object could later load there. After each dlclose, forget the answers
+ * whose caller or target went away (tlsm_resolve_invalidate). And
  * the object going away may be one whose SSL_* calls bind past the hooks (PHP unloads its
  * RTLD_DEEPBIND extensions before exit): look for those first (blind_calls.c). */
 #include "blind.h"

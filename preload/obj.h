@@ -55,7 +55,8 @@ struct tlsm_obj {
     unsigned lib_gen; /* trace file generation its lib line was written to */
 };
 
-/* The object containing addr, registered on first sight. Caller holds the resolve lock. */
+/* The object containing addr, registered on first sight (under the registry's own lock, taken
+ * here only for a new object; callers hold no lock). NULL if no object or the registry is full. */
 struct tlsm_obj *tlsm_obj_of(const void *addr);
 /* First time a hook forwards into o: learn what it is, write its lib event. */
 void tlsm_obj_describe(struct tlsm_obj *o);

@@ -1,7 +1,8 @@
 /* record.h: TLS records from the EVP calls libssl makes on its decrypt contexts.
  * The adapter between the EVP hooks and the record state machine (recsm.h, which knows the
- * sequences): it decides which contexts are record sources, translates each hooked call into
- * a machine event, and is the machine's sink (the rec line, connections, reroute, stacks). */
+ * sequences; docs/design.md sections 2 and 3): it decides which contexts are record sources,
+ * translates each hooked call into a machine event, and is the machine's sink (the rec line,
+ * connections, reroute, stacks). */
 #ifndef TLSM_RECORD_H
 #define TLSM_RECORD_H
 

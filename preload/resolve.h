@@ -80,7 +80,7 @@ static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
 /* The real function, typed like the OpenSSL declaration: REAL(SSL_read, ra). */
 #define TLSM_REAL(name, fwd) ((__typeof__(&name))(fwd).fn)
 
-/* Objects were unloaded: forget every cached answer. */
+/* Objects were unloaded: forget the cached answers whose caller or target went away. */
 void tlsm_resolve_invalidate(void);
 /* libc's dlclose, for tlsmeter's own use (our exported dlclose is a hook). */
 int tlsm_real_dlclose(void *handle);

@@ -111,8 +111,8 @@ static int module_of(uintptr_t addr, uintptr_t *off)
     for (int i = 0; i < nmodules; i++)
         if (modules[i] == f.dlfo_link_map)
             return i;
-    if (nmodules == MAX_MODULES)
-        return -1;
+    if (nmodules == MAX_MODULES) /* past the cap: unnamed, so the absolute address */
+        return *off = addr, -1;
     const struct link_map *lm = f.dlfo_link_map;
     modules[nmodules] = lm;
     char line[1024], base[24], bid[80], exe[512];

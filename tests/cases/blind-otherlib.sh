@@ -142,13 +142,18 @@ test_record() {
 
 git_cmd=(env HOME="$d" GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0 git -c http.sslVerify=false
     ls-remote "$url/repo.git")
-if san_hangs wget -q --no-check-certificate -O /dev/null "$url/file.bin"; then
+# Both come from the install-deps call above; without root or a mirror they may be missing.
+if ! command -v wget >/dev/null; then
+    skip "blind-otherlib wget, record: wget is not installed and install-deps could not install it"
+elif san_hangs wget -q --no-check-certificate -O /dev/null "$url/file.bin"; then
     skip "blind-otherlib wget, record: wget $SAN_SKIP"
 else
     test_wget
     test_record
 fi
-if san_hangs "${git_cmd[@]}"; then
+if ! command -v git >/dev/null; then
+    skip "blind-otherlib git: git is not installed and install-deps could not install it"
+elif san_hangs "${git_cmd[@]}"; then
     skip "blind-otherlib git: git ls-remote $SAN_SKIP"
 else
     test_git

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# build-deps: the Makefile's header dependencies (-MMD -MP) rebuild exactly what includes a
+# touched file. A copy of the sources is built in a scratch tree; then preload/hooks.def, one
+# analyzer header and tests/progs/tlsget.h are touched in turn and `make -n` must compile
+# exactly the objects whose source includes it, directly or through another header (found by
+# following `#include "..."` lines here, not by the compiler). Also: a fresh build is
+# up to date (`make -q`), an object without its .d file is rebuilt, and a deleted header
+# does not break the build (-MP).
+# shellcheck source=tests/lib.sh
+. "$TLSM_TOP/tests/lib.sh"
+d=$(case_dir)
+src=$d/src
+mkdir -p "$src/tests"
+cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" "$src/"
+cp -a "$TLSM_TOP/tests/progs" "$TLSM_TOP/tests/fuzz" "$src/tests/"
+# The fuzz target needs clang with libFuzzer; without it the other targets are still checked.
+goals=(all testprogs)
+command -v "${FUZZ_CC:-clang}" >/dev/null && goals+=(b/fuzz/fuzz-reader)
+# Not the calling make's flags or variables (make check SAN=... O=...): a build of its own.
+mk() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" --no-print-directory O=b SAN= "$@"; }
+
+if ! mk -j2 "${goals[@]}" >"$d/build.log" 2>&1; then
+    fail "build-deps: the scratch build failed: $(tail -n 3 "$d/build.log" | tr '\n' ' ')"
+    exit 0
+fi
+[ ${#goals[@]} -eq 2 ] && skip "build-deps fuzz target: ${FUZZ_CC:-clang} not installed"
+check "build-deps: a fresh build is up to date (make -q)" mk -q "${goals[@]}"
+
+# users FILE: the outputs that must be rebuilt when FILE changes, one per line, sorted.
+users() {
+    python3 - "$src" "$1" "${goals[@]}" <<'EOF'
+import os, re, sys
+src, touched, goals = sys.argv[1], sys.argv[2], sys.argv[3:]
+inc = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+def reads(path, seen):
+    """Every file path (relative to src) that compiling path reads through #include "..."."""
+    if path in seen:
+        return seen
+    seen.add(path)
+    text = open(os.path.join(src, path)).read()
+    for name in inc.findall(text):
+        for base in (os.path.dirname(path), 'analyzer'):  # the fuzz target has -Ianalyzer
+            cand = os.path.normpath(os.path.join(base, name))
+            if os.path.exists(os.path.join(src, cand)):
+                reads(cand, seen)
+                break
+    return seen
+def sources(folder):
+    return sorted(os.path.join(folder, f) for f in os.listdir(os.path.join(src, folder))
+                  if f.endswith('.c'))
+out = set()
+for c in sources('preload'):
+    if touched in reads(c, set()):
+        out |= {'b/' + c[:-2] + '.o', 'b/libtlsmeter.so'}
+for c in sources('analyzer'):
+    if touched in reads(c, set()):
+        out |= {'b/' + c[:-2] + '.o', 'b/tlsmeter-analyze'}
+for c in sources('tests/progs'):
+    if touched in reads(c, set()):
+        out.add('b/tests/' + os.path.basename(c)[:-2])
+if 'b/fuzz/fuzz-reader' in goals:
+    fz = [c for c in sources('analyzer') if c != 'analyzer/main.c'] + ['tests/fuzz/fuzz_reader.c']
+    if any(touched in reads(c, set()) for c in fz):
+        out.add('b/fuzz/fuzz-reader')
+print('\n'.join(sorted(out)))
+EOF
+}
+
+# rebuilt FILE: touch FILE, list what `make -n` would build (each compile and link names its
+# output with -o), then really rebuild so the next check starts from an up-to-date tree.
+rebuilt() {
+    touch "$src/$1"
+    mk -n V=1 "${goals[@]}" | grep -o ' -o [^ ]*' | sed 's/^ -o //' | sort -u
+    mk "${goals[@]}" >>"$d/build.log" 2>&1
+}
+
+# check_touch FILE WHAT: exactly FILE's users are rebuilt; WHAT names the expectation.
+check_touch() {
+    local want got
+    want=$(users "$1")
+    got=$(rebuilt "$1")
+    if [ -z "$want" ]; then
+        fail "build-deps $1: nothing includes it (the test's own include scan is wrong)"
+    elif [ "$want" = "$got" ]; then
+        pass "build-deps $1: rebuilds exactly $2 ($(echo "$want" | wc -l) outputs)"
+    else
+        fail "build-deps $1: want [$(echo "$want" | tr '\n' ' ')] got [$(echo "$got" | tr '\n' ' ')]"
+    fi
+}
+
+check_touch preload/hooks.def "the preload objects that include it, and the library"
+# An analyzer header that only some analyzer files include: those, not the rest, not the preload.
+hdr=analyzer/symbolize.h
+n_users=$(users $hdr | grep -c '^b/analyzer/.*\.o$')
+n_all=$(find "$src/analyzer" -name '*.c' | wc -l)
+if [ "$n_users" -ge "$n_all" ] || [ "$n_users" -eq 0 ]; then
+    fail "build-deps: $hdr is included by $n_users of $n_all analyzer files (pick another header)"
+else
+    check_touch $hdr "the $n_users of $n_all analyzer files that include it"
+fi
+check_touch tests/progs/tlsget.h "the test programs that include it"
+
+# An object without its .d (built before -MMD, or the file lost) is rebuilt, not kept stale.
+rm "$src/b/analyzer/hist.d"
+got=$(mk -n V=1 "${goals[@]}" | grep -o ' -o [^ ]*' | sed 's/^ -o //' | sort -u | tr '\n' ' ')
+if [ "$got" = "b/analyzer/hist.o b/tlsmeter-analyze " ]; then
+    pass "build-deps: an object whose .d is missing is rebuilt (and only it)"
+else
+    fail "build-deps: hist.d removed: want [b/analyzer/hist.o b/tlsmeter-analyze] got [$got]"
+fi
+mk "${goals[@]}" >>"$d/build.log" 2>&1
+
+# -MP: a header that no longer exists (and is no longer included) must not stop the build.
+printf '/* scratch.h: build-deps probe */\n' >"$src/analyzer/scratch.h"
+sed -i '1a #include "scratch.h"' "$src/analyzer/hist.c"
+mk "${goals[@]}" >>"$d/build.log" 2>&1
+rm "$src/analyzer/scratch.h"
+sed -i '/#include "scratch.h"/d' "$src/analyzer/hist.c"
+check "build-deps: a removed header does not break the build (-MP)" mk "${goals[@]}"
+rm -rf "$src"
