@@ -201,7 +201,8 @@ include $(wildcard $(DEPFILES))
 UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime
 $(O)/tests/unit/recsm: tests/unit/recsm.c preload/recsm.c preload/recsm.h
 $(O)/tests/unit/json: tests/unit/json.c preload/json.c preload/json.h
-$(O)/tests/unit/cputime: tests/unit/cputime.c preload/clock.c preload/cputime.h preload/clock.h
+$(O)/tests/unit/cputime: tests/unit/cputime.c preload/clock.c preload/cputime.h preload/clock.h \
+	preload/thread.h preload/resolve.h preload/hooks.def preload/recsm.h
 $(UNIT_TESTS):
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $@")
