@@ -41,6 +41,7 @@ pthread_mutex_t tlsm_tr_open_lock = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t tlsm_tr_bufs_lock = PTHREAD_MUTEX_INITIALIZER;
 struct tlsm_tbuf *tlsm_tr_bufs;
 _Atomic uint64_t tlsm_tr_retired_written, tlsm_tr_retired_dropped;
+_Atomic uint64_t tlsm_tr_dropped_bytes;
 int tlsm_tr_fd = -1;
 char tlsm_tr_path[PATH_MAX];
 char tlsm_tr_quiet_reason[PATH_MAX + 128];
@@ -393,6 +394,7 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
         return;
     if (atomic_load(&tlsm_tr_state) == ST_OPEN && !tlsm_tr_fd_still_ours()) {
         b->dropped += b->pending;
+        atomic_fetch_add(&tlsm_tr_dropped_bytes, b->used);
         b->used = b->pending = 0;
         tlsm_trace_quiet("the program closed the trace's descriptor");
         return;
@@ -402,6 +404,7 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
     } else {
         int e = errno;
         b->dropped += b->pending;
+        atomic_fetch_add(&tlsm_tr_dropped_bytes, b->used);
         /* EAGAIN: a full pipe or FIFO, drop and go on; anything else is fatal for tracing. */
         if (atomic_load(&tlsm_tr_state) == ST_OPEN && e != EAGAIN) {
             char why[PATH_MAX + 96];
@@ -411,6 +414,13 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
     }
     b->used = 0;
     b->pending = 0;
+}
+
+/* A line that will not be in the file: counted in lines and bytes (end.dropped_bytes). */
+static void drop_line(struct tlsm_tbuf *b, size_t len)
+{
+    b->dropped++;
+    atomic_fetch_add_explicit(&tlsm_tr_dropped_bytes, len, memory_order_relaxed);
 }
 
 /* The file cannot grow (disk full, RLIMIT_FSIZE, ...): say so once, drop and count from
@@ -437,7 +447,7 @@ static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
     else if (!map_errno)
         errno = EBADF;
     if (!p) {
-        b->dropped++;
+        drop_line(b, len);
         if (!map_errno)
             map_failed(errno);
         return;
@@ -468,7 +478,7 @@ static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
 static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     if (atomic_load(&tlsm_tr_state) != ST_OPEN) {
-        b->dropped++;
+        drop_line(b, len);
         return;
     }
     if (tlsm_tr_mapped) {
@@ -476,7 +486,7 @@ static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
         return;
     }
     if (!b->data && !(b->data = malloc(TBUF_SIZE))) {
-        b->dropped++;
+        drop_line(b, len);
         return;
     }
     b->cap = TBUF_SIZE;
@@ -491,7 +501,7 @@ void tlsm_trace_line(const char *line, size_t len)
     struct tlsm_tbuf *b = self_buf();
     if (!b || atomic_load_explicit(&tlsm_tr_state, memory_order_relaxed) != ST_OPEN) {
         if (b)
-            b->dropped++;
+            drop_line(b, len);
         return;
     }
     tlsm_tr_lock_buf(b);
@@ -587,6 +597,11 @@ void tlsm_trace_counts(uint64_t *events, uint64_t *dropped)
 const char *tlsm_trace_quiet_reason(void)
 {
     return tlsm_tr_quiet_reason;
+}
+
+uint64_t tlsm_trace_dropped_bytes(void)
+{
+    return atomic_load(&tlsm_tr_dropped_bytes);
 }
 
 const char *tlsm_trace_io_error(void)

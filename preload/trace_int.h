@@ -30,6 +30,7 @@ extern pthread_mutex_t tlsm_tr_open_lock; /* opening, finishing, forking */
 extern pthread_mutex_t tlsm_tr_bufs_lock; /* the list of thread buffers */
 extern struct tlsm_tbuf *tlsm_tr_bufs;
 extern _Atomic uint64_t tlsm_tr_retired_written, tlsm_tr_retired_dropped;
+extern _Atomic uint64_t tlsm_tr_dropped_bytes; /* bytes of the dropped lines */
 extern int tlsm_tr_fd;
 extern char tlsm_tr_path[PATH_MAX];
 extern char tlsm_tr_quiet_reason[PATH_MAX + 128];

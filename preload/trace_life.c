@@ -160,6 +160,7 @@ static void forget_parent_bufs(void)
     }
     atomic_store(&tlsm_tr_retired_written, 0);
     atomic_store(&tlsm_tr_retired_dropped, 0);
+    atomic_store(&tlsm_tr_dropped_bytes, 0);
     atomic_store(&tlsm_tr_warnings, 0);
     atomic_store(&tlsm_tr_direct_lines, 0);
     atomic_store(&tlsm_tr_nearly_warn, 0);
