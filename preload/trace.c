@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,6 +43,7 @@ pthread_mutex_t tlsm_tr_bufs_lock = PTHREAD_MUTEX_INITIALIZER;
 struct tlsm_tbuf *tlsm_tr_bufs;
 _Atomic uint64_t tlsm_tr_retired_written, tlsm_tr_retired_dropped;
 _Atomic uint64_t tlsm_tr_dropped_bytes;
+struct tlsm_tr_shared *tlsm_tr_sh;
 int tlsm_tr_fd = -1;
 char tlsm_tr_path[PATH_MAX];
 char tlsm_tr_quiet_reason[PATH_MAX + 128];
@@ -333,6 +335,11 @@ void tlsm_tr_open_trace(void)
     struct stat st;
     if (fstat(tlsm_tr_fd, &st) == 0)
         tlsm_tr_fd_dev = st.st_dev, tlsm_tr_fd_ino = st.st_ino;
+    if (!tlsm_tr_sh) {
+        void *sh = mmap(NULL, sizeof(*tlsm_tr_sh), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        tlsm_tr_sh = sh == MAP_FAILED ? NULL : sh; /* without it children do not write here */
+    }
     choose_io(&st);
     tlsm_tr_trace_pid = getpid();
     trace_gen++;
@@ -592,6 +599,8 @@ void tlsm_trace_counts(uint64_t *events, uint64_t *dropped)
     }
     pthread_mutex_unlock(&tlsm_tr_bufs_lock);
     *events += atomic_load(&tlsm_tr_direct_lines);
+    if (tlsm_tr_sh)
+        *events += atomic_load(&tlsm_tr_sh->child_lines);
 }
 
 const char *tlsm_trace_quiet_reason(void)

@@ -45,6 +45,13 @@ extern _Atomic uint64_t tlsm_tr_warnings;     /* warn lines in this file */
 extern _Atomic uint64_t tlsm_tr_direct_lines; /* lines written past the thread buffers */
 extern _Atomic unsigned tlsm_tr_nearly_warn;  /* warnings kept until the file exists */
 
+/* One page MAP_SHARED with the forked children: a child that cannot create its own trace
+ * writes its warning into ours and counts it here, so our end.events counts every line. */
+struct tlsm_tr_shared {
+    _Atomic uint64_t child_lines;
+};
+extern struct tlsm_tr_shared *tlsm_tr_sh; /* NULL until the file is open (or mmap failed) */
+
 static inline void tlsm_tr_lock_buf(struct tlsm_tbuf *b)
 {
     /* Contended only while exit or fork flushes this buffer; bounded by that one write. */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,7 +169,7 @@ static void forget_parent_bufs(void)
 
 /* Create the child's file now, with the credentials of the parent (a worker that drops
  * privileges later could not). If that fails, the parent's trace gets the warning. */
-static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
+static void child_file(int parent_fd, bool parent_mapped, struct tlsm_tr_shared *parent_sh)
 {
     char why[PATH_MAX + 96], line[PATH_MAX + 256];
     bool parent_pipe = tlsm_tr_fd_is_pipe;
@@ -185,10 +186,10 @@ static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
     tlsm_tr_create_failed(why, sizeof(why));
     if (tlsm_tr_fd >= 0)
         close(tlsm_tr_fd), tlsm_tr_fd = -1;
-    if (parent_open) {
+    if (parent_sh) { /* counted in the parent's end.events */
         size_t n = tlsm_tr_warn_line(line, sizeof(line), why, true);
-        if (n)
-            tlsm_tr_put_direct(parent_fd, parent_mapped, parent_pipe, line, n);
+        if (n && tlsm_tr_put_direct(parent_fd, parent_mapped, parent_pipe, line, n))
+            atomic_fetch_add(&parent_sh->child_lines, 1);
     }
     atomic_store(&tlsm_tr_state, ST_OPEN); /* so that quiet() takes it */
     tlsm_trace_quiet(why);
@@ -199,6 +200,8 @@ void tlsm_trace_atfork_child(void)
 {
     int s = atomic_load(&tlsm_tr_state), parent_fd = tlsm_tr_fd;
     bool parent_mapped = tlsm_tr_mapped;
+    struct tlsm_tr_shared *parent_sh = tlsm_tr_sh;
+    tlsm_tr_sh = NULL; /* the child's own file gets its own */
     forget_parent_bufs();
     tlsm_tr_fd = -1;
     tlsm_tr_mapped = false;
@@ -207,7 +210,9 @@ void tlsm_trace_atfork_child(void)
     pthread_mutex_init(&tlsm_tr_bufs_lock, NULL);
     pthread_mutex_init(&tlsm_tr_open_lock, NULL);
     if (tlsm_tr_allowed && (s == ST_OPEN || s == ST_UNOPENED || s == ST_RESERVED))
-        child_file(parent_fd, parent_mapped, s == ST_OPEN);
+        child_file(parent_fd, parent_mapped, s == ST_OPEN ? parent_sh : NULL);
+    if (parent_sh)
+        munmap(parent_sh, sizeof(*parent_sh));
     if (parent_fd >= 0)
         close(parent_fd);
     tlsm_tmap_detach();
