@@ -24,6 +24,8 @@
 
 #define TREE_VAR "TLSMETER_TREE="
 
+extern char **environ;
+
 static char token[48]; /* "ROOTPID.NS": unique per tree */
 static char dir[128];  /* the tree's marker directory */
 static bool may_write; /* not in secure-execution mode */
@@ -35,9 +37,27 @@ static bool token_ok(const char *t)
     return n && n < sizeof(token) && !t[n] && strchr(t, '.');
 }
 
+/* TLSMETER_TREE's value, taken out of environ in place (as unsetenv does): not through
+ * getenv/unsetenv, which a program such as bash defines itself (on its own variable table,
+ * not yet built while constructors run). */
+static const char *take_tree_var(void)
+{
+    const char *v = NULL;
+    char **w = environ;
+    for (char **e = environ; e && *e; e++) {
+        if (!strncmp(*e, TREE_VAR, sizeof(TREE_VAR) - 1))
+            v = *e + sizeof(TREE_VAR) - 1;
+        else
+            *w++ = *e;
+    }
+    if (w)
+        *w = NULL;
+    return v;
+}
+
 void tlsm_log_tree_init(bool writable)
 {
-    const char *t = getenv("TLSMETER_TREE");
+    const char *t = take_tree_var(); /* the program sees the environment it was given */
     may_write = writable;
     if (t && token_ok(t)) {
         snprintf(token, sizeof(token), "%s", t);
@@ -49,8 +69,6 @@ void tlsm_log_tree_init(bool writable)
         snprintf(token, sizeof(token), "%d.%lld", (int)root_pid,
                  (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
     }
-    if (t)
-        unsetenv("TLSMETER_TREE"); /* the program sees the environment it was given */
     const char *base = access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(dir, sizeof(dir), "%s/tlsmeter-warned.%u.%s", base, (unsigned)geteuid(), token);
 }
