@@ -212,7 +212,7 @@ static void other_tls(struct summary *s, const struct trace *t, const struct bli
  * the process exited. */
 static void dropped(struct summary *s, const struct trace *t)
 {
-    char lost[64] = "", cause[160];
+    char lost[64] = "", cause[224];
     struct verdict *v;
     struct fmtbuf fb;
 
@@ -224,6 +224,11 @@ static void dropped(struct summary *s, const struct trace *t)
         snprintf(cause, sizeof(cause), "the trace's disk was full (%s)", t->io_error);
     else if (t->io_error && strstr(t->io_error, "File too large"))
         snprintf(cause, sizeof(cause), "the trace reached the file size limit (%s)", t->io_error);
+    else if (t->io_error && strstr(t->io_error, "RLIMIT_AS"))
+        snprintf(cause, sizeof(cause),
+                 "tlsmeter stopped mapping trace space near the process's address space limit "
+                 "(%s), so that the program's own mappings would not fail",
+                 t->io_error);
     else if (t->io_error)
         snprintf(cause, sizeof(cause), "the trace file could not grow (%s)", t->io_error);
     else if (t->io && !strcmp(t->io, "mmap"))

@@ -17,6 +17,7 @@
 #include "obj.h"
 #include "thread.h"
 #include "trace_file.h"
+#include "trace_header.h"
 #include "trace_int.h"
 #include "tracemap.h"
 
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +59,7 @@ pid_t tlsm_tr_trace_pid;   /* the process that opened the file (vfork children a
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 _Atomic bool tlsm_tr_allowed;
 bool tlsm_tr_mapped;                   /* lines go into mapped chunks of the file */
+static bool as_gave_up;                /* map_errno is RLIMIT_AS's doing */
 static int map_errno;                  /* a chunk could not be had: lines are dropped */
 static char io_note[160];              /* why the file is written with write(2), or "" */
 _Atomic uint64_t tlsm_tr_warnings;     /* warn lines in this file */
@@ -120,60 +123,6 @@ void tlsm_tr_create_failed(char *why, size_t cap)
 bool tlsm_tr_write_all(const char *p, size_t n)
 {
     return tlsm_trace_write(tlsm_tr_fd, tlsm_tr_fd_is_pipe, p, n);
-}
-
-static void header_fields(struct tlsm_json *j)
-{
-    char cpu[256], exe[PATH_MAX], crypto[512], cfg[2048], comm[32] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    exe[n > 0 ? n : 0] = 0;
-    FILE *f = fopen("/proc/self/comm", "re");
-    if (f) {
-        if (!fgets(comm, sizeof(comm), f))
-            comm[0] = 0;
-        comm[strcspn(comm, "\n")] = 0;
-        fclose(f);
-    }
-    tlsm_cpu_model(cpu, sizeof(cpu));
-    tlsm_cpu_crypto_json(crypto, sizeof(crypto));
-    cfg[0] = '{';
-    size_t c = tlsm_config_json(cfg + 1, sizeof(cfg) - 3);
-    snprintf(cfg + 1 + c, sizeof(cfg) - 1 - c, "}");
-    tlsm_json_int(j, "format", 1);
-    tlsm_json_str(j, "tool", "tlsmeter");
-    tlsm_json_str(j, "version", TLSM_VERSION);
-    tlsm_json_int(j, "pid", getpid());
-    tlsm_json_int(j, "ppid", getppid());
-    if (tlsm_tr_fork_of)
-        tlsm_json_int(j, "fork_of", tlsm_tr_fork_of);
-    tlsm_json_str(j, "io", tlsm_tr_mapped ? "mmap" : "write");
-    if (io_note[0])
-        tlsm_json_str(j, "io_why", io_note);
-    tlsm_json_str(j, "exe", exe);
-    tlsm_json_str(j, "comm", comm);
-    tlsm_json_int(j, "start_unix_ns", (int64_t)unix_t0);
-    tlsm_json_int(j, "mono_ns", (int64_t)mono_t0);
-    tlsm_json_int(j, "since_start_ns", (int64_t)(mono_t0 - proc_mono0));
-    tlsm_json_str(j, "clock", tlsm_clock_name());
-    tlsm_json_int(j, "clock_hz", (int64_t)tlsm_clock_hz);
-    tlsm_json_int(j, "clock_cost_ns", (int64_t)tlsm_clock_cost_ns());
-    tlsm_json_str(j, "cputime", tlsm_cputime_name());
-    if (*tlsm_cputime_why())
-        tlsm_json_str(j, "cputime_why", tlsm_cputime_why());
-#if defined(__x86_64__)
-    tlsm_json_str(j, "arch", "x86_64");
-#elif defined(__aarch64__)
-    tlsm_json_str(j, "arch", "aarch64");
-#else
-    tlsm_json_str(j, "arch", "unknown");
-#endif
-    tlsm_json_str(j, "cpu", cpu);
-    if (tlsm_cpu_emulated())
-        tlsm_json_bool(j, "emulated", true);
-    tlsm_json_raw(j, "cpu_crypto", crypto);
-    tlsm_json_int(j, "ncpu", sysconf(_SC_NPROCESSORS_ONLN));
-    tlsm_json_str(j, "crypto_mode", tlsm_mode_name(tlsm_cfg.crypto));
-    tlsm_json_raw(j, "config", cfg);
 }
 
 bool tlsm_tr_fd_still_ours(void)
@@ -262,7 +211,8 @@ static void replay_early_warnings(void)
         tlsm_trace_warn(early_warn[i]);
 }
 
-/* Mapped mode for a regular file whose filesystem can reserve blocks; write(2) otherwise. */
+/* Mapped mode for a regular file whose filesystem can reserve blocks, unless RLIMIT_AS
+ * leaves too little room for chunks; write(2) otherwise (a 32 KiB buffer per thread). */
 static void choose_io(const struct stat *st)
 {
     tlsm_tr_mapped = false;
@@ -270,6 +220,10 @@ static void choose_io(const struct stat *st)
     io_note[0] = 0;
     if (!S_ISREG(st->st_mode))
         snprintf(io_note, sizeof(io_note), "not a regular file");
+    else if (tlsm_tmap_tight())
+        snprintf(io_note, sizeof(io_note),
+                 "address space limit (RLIMIT_AS) near: %llu KiB left, too little for chunks",
+                 (unsigned long long)(tlsm_tmap_as_left() / 1024));
     else if (!tlsm_tmap_start(tlsm_tr_fd))
         snprintf(io_note, sizeof(io_note), "fallocate: %s", strerror(errno));
     else
@@ -284,12 +238,13 @@ static bool put_header(const char *line, size_t n)
         return tlsm_tr_write_all(line, n);
     struct tlsm_tbuf *b = self_buf();
     uint64_t off;
-    char *p = b ? tlsm_tmap_chunk(tlsm_tr_fd, &off) : NULL;
+    size_t size = 0;
+    char *p = b ? tlsm_tmap_chunk(tlsm_tr_fd, &off, &size) : NULL;
     if (!p)
         return false;
     tlsm_tr_lock_buf(b);
-    tlsm_tmap_unmap(b->data);
-    b->data = p, b->off = off, b->cap = tlsm_tmap_chunk_size();
+    tlsm_tmap_unmap(b->data, b->cap);
+    b->data = p, b->off = off, b->cap = size;
     memcpy(p, line, n);
     b->used = n;
     tlsm_tr_unlock_buf(b);
@@ -344,7 +299,9 @@ void tlsm_tr_open_trace(void)
     tlsm_tr_trace_pid = getpid();
     trace_gen++;
     tlsm_json_begin(&j, line, sizeof(line), "header");
-    header_fields(&j);
+    struct tlsm_tr_hdr h = {unix_t0,         mono_t0,        mono_t0 - proc_mono0,
+                            tlsm_tr_fork_of, tlsm_tr_mapped, io_note};
+    tlsm_tr_header_fields(&j, &h);
     size_t n = tlsm_json_end(&j, line);
     /* Open only once the header is in: no other thread's chunk may take offset 0. */
     if (!n || !put_header(line, n)) {
@@ -430,16 +387,30 @@ static void drop_line(struct tlsm_tbuf *b, size_t len)
     atomic_fetch_add_explicit(&tlsm_tr_dropped_bytes, len, memory_order_relaxed);
 }
 
-/* The file cannot grow (disk full, RLIMIT_FSIZE, ...): say so once, drop and count from
- * now on; the end line still fits in space already allocated and names the reason. */
+static bool as_limited(void)
+{
+    struct rlimit rl;
+    return !getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY;
+}
+
+/* The file cannot grow (disk full, RLIMIT_FSIZE, RLIMIT_AS near, ...): say so once, drop
+ * and count from now on; the end line still fits in space already allocated and names the
+ * reason. */
 static void map_failed(int e)
 {
     if (map_errno)
         return;
     map_errno = e ? e : EIO;
-    char why[PATH_MAX + 96];
-    snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
-             tlsm_tr_path, strerror(map_errno));
+    as_gave_up = map_errno == ENOMEM && as_limited();
+    char why[PATH_MAX + 160];
+    if (as_gave_up)
+        snprintf(why, sizeof(why),
+                 "trace %s stops: the address space limit (RLIMIT_AS) is near (%llu KiB "
+                 "left), tlsmeter maps no more of it; later events are dropped and counted",
+                 tlsm_tr_path, (unsigned long long)(tlsm_tmap_as_left() / 1024));
+    else
+        snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
+                 tlsm_tr_path, strerror(map_errno));
     tlsm_warn("%s", why);
 }
 
@@ -448,9 +419,10 @@ static void map_failed(int e)
 static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     uint64_t off;
+    size_t size = 0;
     char *p = NULL;
     if (!map_errno && tlsm_tr_fd_still_ours())
-        p = tlsm_tmap_chunk(tlsm_tr_fd, &off);
+        p = tlsm_tmap_chunk(tlsm_tr_fd, &off, &size);
     else if (!map_errno)
         errno = EBADF;
     if (!p) {
@@ -464,8 +436,8 @@ static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
         memcpy(b->data + b->used, line, head = b->cap - b->used);
     else if (b->data)
         tlsm_tmap_gap(b->off + b->used);
-    tlsm_tmap_unmap(b->data);
-    b->data = p, b->off = off, b->cap = tlsm_tmap_chunk_size();
+    tlsm_tmap_unmap(b->data, b->cap);
+    b->data = p, b->off = off, b->cap = size;
     memcpy(p, line + head, len - head);
     b->used = len - head;
     b->pending++;
@@ -546,7 +518,7 @@ void tlsm_tr_close_chunk(struct tlsm_tbuf *b)
     if (!tlsm_tr_mapped || !b->data)
         return;
     tlsm_tmap_gap(b->off + b->used);
-    tlsm_tmap_unmap(b->data);
+    tlsm_tmap_unmap(b->data, b->cap);
     b->data = NULL;
     b->used = b->cap = 0;
 }
@@ -615,6 +587,8 @@ uint64_t tlsm_trace_dropped_bytes(void)
 
 const char *tlsm_trace_io_error(void)
 {
+    if (map_errno && as_gave_up)
+        return "address space limit (RLIMIT_AS) near";
     return map_errno ? strerror(map_errno) : NULL;
 }
 

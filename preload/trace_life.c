@@ -144,7 +144,7 @@ static void forget_parent_bufs(void)
     for (struct tlsm_tbuf *b = tlsm_tr_bufs, *next; b; b = next) {
         next = b->next;
         if (tlsm_tr_mapped)
-            tlsm_tmap_unmap(b->data);
+            tlsm_tmap_unmap(b->data, b->cap);
         if (b == self)
             continue;
         if (!tlsm_tr_mapped)
