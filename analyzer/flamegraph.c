@@ -4,6 +4,7 @@
  * giving the weight and the share. Frames under 0.1 pixel are left out of the picture only. */
 #include "report.h"
 
+#include "utf8.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 struct node {
     int name;
     uint32_t child, sibling; /* 0: none (node 0 is the root, never a child) */
+    uint32_t last;           /* last child: appending is O(1) with 2M siblings */
     uint64_t w;
 };
 
@@ -42,16 +44,15 @@ static uint32_t child_of(struct fg *g, uint32_t parent, int name)
     grow_array((void **)&g->n, &g->cap, g->nn, sizeof(*g->n));
     c = &g->n[g->nn];
     c->name = name;
-    /* Appended at the end of the parent's list, so frames keep the order they first came. */
-    if (!g->n[parent].child) {
+    c->child = c->sibling = c->last = 0;
+    c->w = 0;
+    /* Appended at the end of the parent's list, so frames keep the order they first came
+     * (the lookup is the hash map; the list is only for drawing). */
+    if (!g->n[parent].child)
         g->n[parent].child = (uint32_t)g->nn;
-    } else {
-        uint32_t k = g->n[parent].child;
-
-        while (g->n[k].sibling)
-            k = g->n[k].sibling;
-        g->n[k].sibling = (uint32_t)g->nn;
-    }
+    else
+        g->n[g->n[parent].last].sibling = (uint32_t)g->nn;
+    g->n[parent].last = (uint32_t)g->nn;
     imap__put(&g->map, parent, (uint64_t)name, (uint32_t)g->nn);
     return (uint32_t)g->nn++;
 }
@@ -81,12 +82,22 @@ static void build_tree(struct fg *g)
     g->total = g->n[0].w;
 }
 
+/* At most max characters of s as XML 1.0 text: markup escaped, whole UTF-8 characters only
+ * (a byte cut would make the file not well-formed: xmllint and browsers refuse it whole),
+ * and what XML forbids (C0 controls, U+FFFE, U+FFFF, bytes that are not UTF-8) replaced by
+ * a space or U+FFFD. */
 static void xml_text(FILE *out, const char *s, size_t max)
 {
-    size_t i;
+    size_t n = strlen(s), i = 0, k, chars;
+    uint32_t cp;
 
-    for (i = 0; i < max && s[i]; i++) {
-        switch (s[i]) {
+    for (chars = 0; i < n && chars < max; chars++, i += k ? k : 1) {
+        k = utf8_char(s + i, n - i, &cp);
+        if (!k || cp == 0xfffe || cp == 0xffff) {
+            fputs("\xef\xbf\xbd", out); /* U+FFFD */
+            continue;
+        }
+        switch (cp) {
         case '&':
             fputs("&amp;", out);
             break;
@@ -100,7 +111,10 @@ static void xml_text(FILE *out, const char *s, size_t max)
             fputs("&quot;", out);
             break;
         default:
-            fputc((unsigned char)s[i] < 0x20 ? ' ' : s[i], out);
+            if (cp < 0x20)
+                fputc(' ', out);
+            else
+                fwrite(s + i, 1, k, out);
         }
     }
 }
@@ -157,9 +171,11 @@ static void draw(struct fg *g, uint32_t k, double x, int depth)
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" rx=\"2\"/>", x,
             y, w, FG_FRAME - 1, fill);
     if (chars >= 3) {
+        size_t len = utf8_count(name);
+
         fprintf(g->out, "<text x=\"%.1f\" y=\"%.1f\">", x + 3, y + FG_FRAME - 5);
-        xml_text(g->out, name, strlen(name) > chars ? chars - 2 : chars);
-        fputs(strlen(name) > chars ? "..</text>" : "</text>", g->out);
+        xml_text(g->out, name, len > chars ? chars - 2 : chars);
+        fputs(len > chars ? "..</text>" : "</text>", g->out);
     }
     fputs("</g>\n", g->out);
     for (c = nd->child; c; c = g->n[c].sibling) {

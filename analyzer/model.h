@@ -120,6 +120,8 @@ struct trace {
     uint64_t recs_left_out;      /* of those, left out of ns/B (cputime not exact) */
     uint64_t offcpu_ns;          /* perf-clock: sum of wall_ns - crypto_ns where given */
     char *exec; /* the end line was written before exec*() of this (the trace stops there) */
+    /* end.user_ns + end.sys_ns does not fit 64 bits: CPU time unknown */
+    bool cpu_overflow;
     char *unfired[MAX_UNFIRED];
     int nunfired;
     uint64_t lines, lines_skipped, lines_unknown, events;

@@ -177,6 +177,13 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     t->user_ns = int_get(o, "user_ns", -1);
     t->sys_ns = int_get(o, "sys_ns", -1);
     t->cpu_known = t->user_ns >= 0 && t->sys_ns >= 0;
+    {
+        int64_t sum;
+
+        /* Checked: a hostile or corrupt end line must not overflow (undefined behaviour). */
+        t->cpu_overflow = t->cpu_known && __builtin_add_overflow(t->user_ns, t->sys_ns, &sum);
+        t->cpu_known &= !t->cpu_overflow;
+    }
     t->events_declared = int_get(o, "events", -1);
     t->dropped = int_get(o, "dropped", 0);
     t->dropped_bytes = int_get(o, "dropped_bytes", -1);
@@ -234,7 +241,9 @@ int64_t trace__duration(const struct trace *t)
 
 int64_t trace__cpu_ns(const struct trace *t)
 {
-    return t->cpu_known ? t->user_ns + t->sys_ns : -1;
+    int64_t sum;
+
+    return t->cpu_known && !__builtin_add_overflow(t->user_ns, t->sys_ns, &sum) ? sum : -1;
 }
 
 const struct lib *trace__lib(const struct trace *t, int64_t id)

@@ -6,15 +6,22 @@
 
 #include "report.h"
 #include "symbolize.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* Distinct frames looked up in symbol tables (each O(log n), ~1 us); past it frames are shown
+ * as module+0xoffset, said once: a hostile trace's 1 M stacks of 64 frames stay minutes. */
+#define PROFILE_MAX_SYMBOLIZED (1u << 22)
+
 struct build {
     struct profile *p;
     const struct model *m;
     struct symbolizer *sy; /* NULL: no symbols */
+    FILE *warn;
+    uint64_t symbolized;
     struct imap mod_handle, mod_name;
     uint32_t *read_stacks; /* indices into m->stacks.stacks of read stacks */
     size_t nread, cap_read;
@@ -69,11 +76,13 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path ? path : "?";
 }
 
-/* '\n' and ';' would break the folded format; the name is what every output shows. */
+/* '\n' and ';' would break the folded format; the name is what every output shows. Names
+ * are built in fixed buffers: a character the buffer cut is dropped whole. */
 static int intern_clean(struct profile *p, char *s)
 {
     char *c;
 
+    utf8_trim_tail(s);
     for (c = s; *c; c++)
         if (*c == ';' || *c == '\n' || *c == '\r')
             *c = *c == ';' ? ':' : ' ';
@@ -181,7 +190,14 @@ static void frame_info(struct build *b, uint32_t ti, const struct sframe *f, str
         out->name = (int)(i >> 1), out->entry = i & 1;
         return;
     }
-    fn = h >= 0 ? symbolizer__func(b->sy, h, f->off) : NULL;
+    fn = NULL;
+    if (h >= 0 && b->symbolized++ < PROFILE_MAX_SYMBOLIZED)
+        fn = symbolizer__func(b->sy, h, f->off);
+    else if (h >= 0 && b->symbolized == PROFILE_MAX_SYMBOLIZED + 1 && b->warn)
+        fprintf(b->warn,
+                "tlsmeter-analyze: over %u distinct stack frames: the rest are shown as "
+                "module+0xoffset (a limit of the analyzer)\n",
+                PROFILE_MAX_SYMBOLIZED);
     mod = profile__name(b->p, out->module);
     if (fn) /* .dynsym names carry their version ("__libc_start_main@@GLIBC_2.34") */
         snprintf(s, sizeof(s), "%s!%.*s", mod, (int)strcspn(fn, "@"), fn);
@@ -303,7 +319,7 @@ static void totals(struct profile *p, const struct model *m)
 void profile__build(struct profile *p, const struct model *m, const char *sysroot, bool symbols,
                     FILE *warn)
 {
-    struct build b = {.p = p, .m = m};
+    struct build b = {.p = p, .m = m, .warn = warn};
     size_t i;
 
     memset(p, 0, sizeof(*p));

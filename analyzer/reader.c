@@ -4,6 +4,7 @@
 #include "reader.h"
 
 #include "scan.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <errno.h>
@@ -141,10 +142,30 @@ static void slow_line(struct rd *r, const char *p, size_t n, bool complete, bool
     json_decref(o);
 }
 
+/* The header as JSON. A header an older writer wrote with raw bytes that are not UTF-8 (a
+ * setting, a path) is read with them replaced by U+FFFD, said once: one bad field must not
+ * lose the whole trace. */
+static json_t *parse_header(struct rd *r, const char *p, size_t n, bool complete, char *err,
+                            size_t errlen)
+{
+    json_t *o = parse(r, p, n, complete, err, errlen);
+    size_t fixed_n;
+    char *fixed;
+
+    if (o || !(fixed = utf8_repair(p, n, &fixed_n)))
+        return o;
+    o = parse(r, fixed, fixed_n, complete, err, errlen);
+    free(fixed);
+    if (o && r->warn)
+        fprintf(r->warn, "%s:%llu: header holds bytes that are not UTF-8: read as U+FFFD\n",
+                r->t->file, (unsigned long long)r->lineno);
+    return o;
+}
+
 static void first_line(struct rd *r, const char *p, size_t n, bool complete)
 {
     char err[200];
-    json_t *o = parse(r, p, n, complete, err, sizeof(err));
+    json_t *o = parse_header(r, p, n, complete, err, sizeof(err));
     int rc;
 
     if (!o && !complete) {
@@ -276,6 +297,15 @@ static void too_long(struct rd *r, FILE *f)
     int c;
 
     r->lineno++;
+    if (!r->header_seen) {
+        /* The header is the first line: one too long is no header (the next line is not
+         * taken instead), the same error as any other first line that is not one. */
+        if (r->warn)
+            fprintf(r->warn, "%s:%llu: not a tlsmeter trace: the first line is %s\n", r->t->file,
+                    (unsigned long long)r->lineno, "longer than 1 MiB");
+        r->status = RD_NOT_TRACE;
+        return;
+    }
     skipped(r, "line longer than 1 MiB");
     while ((c = getc(f)) != EOF && c != '\n')
         ;

@@ -260,6 +260,8 @@ static json_t *traces_arr(const struct summary *s)
         json_object_set_new(o, "pid", json_integer(t->pid));
         json_object_set_new(o, "duration_ns", json_integer(trace__duration(t)));
         json_object_set_new(o, "cpu_ns", json_integer(trace__cpu_ns(t)));
+        if (t->cpu_overflow)
+            json_object_set_new(o, "cpu_note", json_string("overflow"));
         json_object_set_new(o, "complete", json_boolean(t->has_end && !t->partial_last));
         json_object_set_new(o, "dropped", json_integer(t->dropped));
         json_object_set_new(o, "lines_skipped", jint(t->lines_skipped));

@@ -29,7 +29,9 @@ static void head(FILE *out, const struct summary *s)
     fprintf(out, "duration     %s, received %s, %s\n", fmt_ns(&a, (double)s->duration_ns),
             fmt_bytes(&b, m->st.got), fmt_rate(&c, s->throughput));
     if (s->cpu_ns < 0) {
-        fprintf(out, "CPU          unknown (no end line)\n");
+        fprintf(out, "CPU          unknown (%s)\n",
+                s->cpu_overflow ? "user_ns + sys_ns overflow 64 bits: not a real figure"
+                                : "no end line");
         return;
     }
     fprintf(out, "CPU          %s (%s of one core over the duration)\n",

@@ -53,11 +53,14 @@ static void build_traces(struct summary *s)
     for (i = 0; i < m->ntraces; i++) {
         const struct trace *t = &m->traces[i];
 
-        s->duration_ns += trace__duration(t);
+        /* Checked sums: trace values are input, INT64_MAX must not overflow. */
+        if (__builtin_add_overflow(s->duration_ns, trace__duration(t), &s->duration_ns))
+            s->duration_ns = INT64_MAX;
+        s->cpu_overflow |= t->cpu_overflow;
         if (trace__cpu_ns(t) < 0 || s->cpu_ns < 0)
             s->cpu_ns = -1;
-        else
-            s->cpu_ns += trace__cpu_ns(t);
+        else if (__builtin_add_overflow(s->cpu_ns, trace__cpu_ns(t), &s->cpu_ns))
+            s->cpu_ns = -1, s->cpu_overflow = true;
         s->lines += t->lines;
         s->lines_skipped += t->lines_skipped;
         s->lines_unknown += t->lines_unknown;

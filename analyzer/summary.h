@@ -52,6 +52,7 @@ struct summary {
     const struct profile *prof; /* NULL: no caller attribution (compare) */
     int64_t duration_ns;        /* summed over traces: process-seconds for a fleet */
     int64_t cpu_ns;             /* -1 when any trace lacks its end line */
+    bool cpu_overflow;          /* cpu_ns -1 because a figure or the sum overflowed 64 bits */
     uint64_t lines, lines_skipped, lines_unknown, dropped;
     bool truncated, emulated;
     double throughput, nspb, share_wall, share_cpu; /* share_cpu < 0: unknown */

@@ -9,14 +9,29 @@
 #include "util.h"
 
 #include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* One symbol of a module's table, by address. */
+struct sym_ent {
+    uint64_t addr, size;
+    uint64_t limit;   /* size 0: end of its section (a label holds nothing past it) */
+    const char *name; /* libdwfl's string, valid while the session lives */
+    int rank;         /* binding preference at one address: global 2, weak 1, local 0 */
+    uint32_t idx;     /* table order: the tie-break libdwfl has */
+};
 
 struct sym_obj {
     char *path, *build_id;
     Dwfl *dwfl;
     Dwfl_Module *mod; /* NULL: unusable */
+    struct sym_ent *syms;
+    size_t nsyms;
+    bool not_regular; /* the path named a FIFO, a device, a directory: never read */
 };
 
 struct symbolizer {
@@ -55,7 +70,7 @@ void symbolizer__free(struct symbolizer *sy)
     for (i = 0; i < sy->nobjs; i++) {
         if (sy->objs[i].dwfl)
             dwfl_end(sy->objs[i].dwfl);
-        free(sy->objs[i].path), free(sy->objs[i].build_id);
+        free(sy->objs[i].path), free(sy->objs[i].build_id), free(sy->objs[i].syms);
     }
     free(sy->objs), free(sy->sysroot), free(sy->debug_path), free(sy);
 }
@@ -79,17 +94,42 @@ static void module_build_id(Dwfl_Module *mod, char *out, size_t cap)
     hex(bits, n > 0 ? n : 0, out, cap);
 }
 
+/* A descriptor for file only when it is a regular file: a trace may name a FIFO (open would
+ * wait for a writer for ever), /dev/tty or /dev/stdin. O_NONBLOCK makes the open itself
+ * return at once; the type is checked on what was opened, not on the name. */
+static int open_regular(const char *file, bool *not_regular)
+{
+    struct stat st;
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        *not_regular = true;
+        return -1;
+    }
+    return fd;
+}
+
 static Dwfl_Module *report(struct symbolizer *sy, struct sym_obj *o, const char *file)
 {
     Dwfl_Module *mod;
+    int fd = open_regular(file, &o->not_regular);
 
+    if (fd < 0)
+        return NULL;
     if (!o->dwfl)
         o->dwfl = dwfl_begin(&sy->cb);
-    if (!o->dwfl)
+    if (!o->dwfl) {
+        close(fd);
         return NULL;
+    }
     dwfl_report_begin(o->dwfl);
-    mod = dwfl_report_elf(o->dwfl, o->path, file, -1, 0, true);
+    mod = dwfl_report_elf(o->dwfl, o->path, file, fd, 0, true); /* consumes fd on success */
     dwfl_report_end(o->dwfl, NULL, NULL);
+    if (!mod)
+        close(fd);
     return mod;
 }
 
@@ -108,7 +148,7 @@ static int try_file(struct symbolizer *sy, struct sym_obj *o, const char *file, 
     Dwfl_Module *mod;
 
     got[0] = '\0';
-    if (access(file, R_OK) || !(mod = report(sy, o, file)))
+    if (!(mod = report(sy, o, file)))
         return -1;
     module_build_id(mod, got, cap);
     if (o->build_id[0] && strcasecmp(got, o->build_id))
@@ -139,7 +179,8 @@ static void open_obj(struct symbolizer *sy, struct sym_obj *o)
                 "as module+0xoffset\n",
                 file, got[0] ? got : "(none)", o->build_id);
     else
-        fprintf(sy->warn, "%s: cannot read it: its frames are shown as module+0xoffset%s\n", file,
+        fprintf(sy->warn, "%s: %s: its frames are shown as module+0xoffset%s\n", file,
+                o->not_regular ? "not a regular file (only those are opened)" : "cannot read it",
                 sy->sysroot[0] ? "" : " (recorded elsewhere? use --sysroot)");
 }
 
@@ -163,13 +204,123 @@ int symbolizer__module(struct symbolizer *sy, const char *path, const char *buil
     return o->mod ? (int)(o - sy->objs) : -1;
 }
 
+static int cmp_sym(const void *a, const void *b)
+{
+    const struct sym_ent *x = a, *y = b;
+
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->rank != y->rank)
+        return y->rank - x->rank; /* at one address the preferred binding first */
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* End of the section a symbol is in (module addresses), for labels of size 0. */
+static uint64_t section_end(Elf *elf, GElf_Word shndx, Dwarf_Addr bias)
+{
+    GElf_Shdr sh;
+    Elf_Scn *scn = elf ? elf_getscn(elf, shndx) : NULL;
+
+    if (!scn || !gelf_getshdr(scn, &sh))
+        return 0;
+    return sh.sh_addr + sh.sh_size + bias;
+}
+
+/* The module's symbols that can hold code or data, sorted by address, once: libdwfl's own
+ * look-up walks the whole table for every address (20k 64-frame stacks in a stripped
+ * libcrypto took 99 s); a binary search makes each frame O(log n). */
+static void load_syms(struct sym_obj *o)
+{
+    int n = dwfl_module_getsymtab(o->mod), i;
+    size_t cap = 0;
+
+    for (i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        GElf_Word shndx;
+        Elf *elf = NULL;
+        Dwarf_Addr bias = 0;
+        const char *name = dwfl_module_getsym_info(o->mod, i, &sym, &addr, &shndx, &elf, &bias);
+        int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+
+        if (!name || !*name || shndx == SHN_UNDEF || shndx == SHN_ABS || shndx == (GElf_Word)-1 ||
+            type == STT_SECTION || type == STT_FILE || type == STT_TLS)
+            continue;
+        grow_array((void **)&o->syms, &cap, o->nsyms, sizeof(*o->syms));
+        o->syms[o->nsyms++] =
+            (struct sym_ent){.addr = addr,
+                             .size = sym.st_size,
+                             .limit = sym.st_size ? 0 : section_end(elf, shndx, bias),
+                             .name = name,
+                             .rank = bind == STB_GLOBAL ? 2
+                                     : bind == STB_WEAK ? 1
+                                                        : 0,
+                             .idx = (uint32_t)i};
+    }
+    if (o->nsyms)
+        qsort(o->syms, o->nsyms, sizeof(*o->syms), cmp_sym);
+}
+
+/* How far back from the last symbol at or below an address a covering one is looked for
+ * (nested or overlapping symbols); bounds the cost of a frame in a hostile table. */
+#define SYM_BACK 64
+
+/* First symbol of the group at the address of syms[j] (sorted: the preferred one). */
+static size_t group_start(const struct sym_obj *o, size_t j, size_t floor)
+{
+    while (j > floor && o->syms[j - 1].addr == o->syms[j].addr)
+        j--;
+    return j;
+}
+
+/* The symbol holding addr as libdwfl picks it: the sized symbol covering it that starts
+ * closest below (at one address: global before weak before local, then table order); else
+ * a size-0 label below it in the same section when no sized symbol ends in between. */
+static const char *lookup(const struct sym_obj *o, uint64_t addr)
+{
+    size_t lo = 0, hi = o->nsyms, j, k, floor;
+    uint64_t ended = 0;
+
+    while (lo < hi) { /* lo: first symbol above addr */
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (o->syms[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    floor = lo > SYM_BACK ? lo - SYM_BACK : 0;
+    for (j = lo; j > floor; j--) {
+        const struct sym_ent *e = &o->syms[j - 1];
+
+        if (e->size && addr - e->addr < e->size) {
+            for (k = group_start(o, j - 1, floor); k < j; k++)
+                if (o->syms[k].size && addr - o->syms[k].addr < o->syms[k].size)
+                    return o->syms[k].name;
+        }
+        if (e->size && e->addr + e->size > ended)
+            ended = e->addr + e->size;
+    }
+    for (j = lo; j > floor; j--) {
+        const struct sym_ent *e = &o->syms[j - 1];
+
+        if (!e->size && e->addr >= ended && addr < e->limit) {
+            for (k = group_start(o, j - 1, floor); k < j; k++)
+                if (!o->syms[k].size && addr < o->syms[k].limit)
+                    return o->syms[k].name;
+        }
+    }
+    return NULL;
+}
+
 const char *symbolizer__func(struct symbolizer *sy, int h, uint64_t off)
 {
-    GElf_Off within;
-    GElf_Sym sym;
+    struct sym_obj *o;
 
     if (h < 0 || (size_t)h >= sy->nobjs || !sy->objs[h].mod)
         return NULL;
-    return dwfl_module_addrinfo(sy->objs[h].mod, off ? off - 1 : 0, &within, &sym, NULL, NULL,
-                                NULL);
+    o = &sy->objs[h];
+    if (!o->syms && !o->nsyms)
+        load_syms(o);
+    return lookup(o, off ? off - 1 : 0);
 }

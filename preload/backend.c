@@ -1,7 +1,8 @@
-/* backend.c: load a private libcrypto. Measured pitfalls (DESIGN.md "Reroute"): dlmopen
+/* backend.c: load a private libcrypto. Measured pitfalls: dlmopen
  * gives a second libc (pthread keys and malloc break); a hard link of the same file is the
  * same instance; an empty or colon-less OPENSSL_ia32cap masks more than AES. */
 #include "backend.h"
+#include "backend_copy.h"
 #include "caps.h"
 #include "clock.h"
 #include "obj.h"
@@ -18,10 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <elf.h>
 #include <link.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const cipher_names[] = {"AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305",
@@ -80,129 +78,9 @@ static const char *pick_source(const char *app_crypto)
     return NULL;
 }
 
-static bool is_elf(int fd)
-{
-    unsigned char magic[SELFMAG];
-    return pread(fd, magic, SELFMAG, 0) == SELFMAG && !memcmp(magic, ELFMAG, SELFMAG);
-}
-
-/* File offset of a virtual address, through the PT_LOAD segments. */
-static long vaddr_to_off(const ElfW(Ehdr) * eh, uint64_t va)
-{
-    const ElfW(Phdr) *ph = (const void *)((const char *)eh + eh->e_phoff);
-    for (int i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_LOAD && va >= ph[i].p_vaddr && va < ph[i].p_vaddr + ph[i].p_filesz)
-            return (long)(va - ph[i].p_vaddr + ph[i].p_offset);
-    return -1;
-}
-
-/* The .dynamic array of a mapped ELF file, and how many entries fit in it. */
-static ElfW(Dyn) * find_dynamic(unsigned char *m, size_t size, size_t *cap)
-{
-    const ElfW(Ehdr) *eh = (const void *)m;
-    if (size < sizeof(*eh) || memcmp(m, ELFMAG, SELFMAG) ||
-        eh->e_phoff + (size_t)eh->e_phnum * sizeof(ElfW(Phdr)) > size)
-        return NULL;
-    const ElfW(Phdr) *ph = (const void *)(m + eh->e_phoff);
-    for (int i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_type == PT_DYNAMIC && ph[i].p_offset + ph[i].p_filesz <= size) {
-            *cap = ph[i].p_filesz / sizeof(ElfW(Dyn));
-            return (ElfW(Dyn) *)(m + ph[i].p_offset);
-        }
-    return NULL;
-}
-
-/* The copy must not answer to "libcrypto.so.3": the loader matches DT_NEEDED names against
- * loaded objects' sonames, so a libssl loaded later would bind to our backend instead of
- * the system libcrypto. Overwrite the soname in place with a shorter name of ours. */
-static void rename_soname(unsigned char *m, size_t size, const ElfW(Dyn) * dyn, size_t cap)
-{
-    uint64_t strtab = 0, soname = 0;
-    bool have = false;
-    for (size_t i = 0; i < cap && dyn[i].d_tag != DT_NULL; i++) {
-        if (dyn[i].d_tag == DT_STRTAB)
-            strtab = dyn[i].d_un.d_ptr;
-        if (dyn[i].d_tag == DT_SONAME)
-            soname = dyn[i].d_un.d_val, have = true;
-    }
-    long off = have ? vaddr_to_off((const void *)m, strtab) : -1;
-    if (off < 0 || off + (long)soname >= (long)size)
-        return;
-    char *name = (char *)m + off + soname;
-    static const char ours[] = "tlsm-bk.so";
-    if (strnlen(name, size - (size_t)off - soname) >= sizeof(ours) - 1)
-        memcpy(name, ours, sizeof(ours)); /* with its NUL: the rest is ignored */
-}
-
-/* DF_SYMBOLIC: the copy's references to its own functions bind to itself first, as
- * RTLD_DEEPBIND would do, but without DEEPBIND's side effects (it would also put libc's
- * malloc before a preloaded allocator, and ASan refuses DEEPBIND objects). Sets the bit in
- * DT_FLAGS, or adds DT_FLAGS in a spare DT_NULL slot; false when neither is possible. */
-static bool make_symbolic(ElfW(Dyn) * dyn, size_t cap)
-{
-    size_t i = 0;
-    for (; i < cap && dyn[i].d_tag != DT_NULL; i++)
-        if (dyn[i].d_tag == DT_FLAGS || dyn[i].d_tag == DT_SYMBOLIC) {
-            if (dyn[i].d_tag == DT_FLAGS)
-                dyn[i].d_un.d_val |= DF_SYMBOLIC;
-            return true;
-        }
-    if (i + 1 >= cap) /* the terminating DT_NULL must stay */
-        return false;
-    dyn[i].d_tag = DT_FLAGS;
-    dyn[i].d_un.d_val = DF_SYMBOLIC;
-    dyn[i + 1].d_tag = DT_NULL;
-    return true;
-}
-
-/* Patch the copy in its memfd: a name of its own, bound to itself first. */
-static bool patch_copy(int fd)
-{
-    struct stat st;
-    size_t cap = 0;
-    bool symbolic = false;
-    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(ElfW(Ehdr)))
-        return false;
-    unsigned char *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED)
-        return false;
-    ElfW(Dyn) *dyn = find_dynamic(m, (size_t)st.st_size, &cap);
-    if (dyn) {
-        rename_soname(m, (size_t)st.st_size, dyn, cap);
-        symbolic = make_symbolic(dyn, cap);
-    }
-    munmap(m, (size_t)st.st_size);
-    return symbolic;
-}
-
 static int copy_to_memfd(const char *src)
 {
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return fail("cannot open %s: %s", src, strerror(errno));
-    int out = memfd_create("tlsmeter-backend", MFD_CLOEXEC);
-    if (out < 0) {
-        close(in);
-        return fail("memfd_create failed: %s%s", strerror(errno), "");
-    }
-    char buf[65536];
-    ssize_t n;
-    while ((n = read(in, buf, sizeof(buf))) > 0)
-        if (write(out, buf, (size_t)n) != n) {
-            n = -1;
-            break;
-        }
-    close(in);
-    if (n < 0) {
-        close(out);
-        return fail("copying %s into a memfd failed: %s", src, strerror(errno));
-    }
-    if (!is_elf(out)) {
-        close(out);
-        return fail("%s is not an ELF shared library%s", src, "");
-    }
-    copy_symbolic = patch_copy(out);
-    return out;
+    return tlsm_backend_copy(src, &copy_symbolic, last_error, sizeof(last_error));
 }
 
 /* The capability masks the copy's start-up code (OPENSSL_cpuid_setup) reads with getenv. */

@@ -1,6 +1,7 @@
 /* config.c: one table of TLSMETER_* variables feeds parsing, the trace header and --help. */
 #include "config.h"
 #include "cputime.h"
+#include "json.h"
 #include "log.h"
 
 #include <stdio.h>
@@ -41,7 +42,8 @@ static const struct opt opts[] = {
      &tlsm_cfg.crypto},
     {"TLSMETER_VERIFY", OPT_UINT, "0", "N: decrypt every Nth rerouted record both ways, compare",
      &tlsm_cfg.verify},
-    {"TLSMETER_BACKEND_LIB", OPT_STRING, "", "libcrypto.so.3 to reroute into (default: system)",
+    {"TLSMETER_BACKEND_LIB", OPT_STRING, "",
+     "libcrypto.so.3 to reroute into (default: system; a regular file <= 256 MiB)",
      &tlsm_cfg.backend_lib},
     {"TLSMETER_BACKEND_PROPQ", OPT_STRING, "", "OpenSSL 3 property query for the backend",
      &tlsm_cfg.backend_propq},
@@ -229,35 +231,37 @@ static size_t json_value(char *buf, size_t cap, const struct opt *o)
     case OPT_CHOICE:
         return (size_t)snprintf(buf, cap, "\"%s\"", choices(o)[*(unsigned *)o->dst]);
     default: {
-        /* Only our own table's strings and user paths: escape quotes and backslashes. */
+        /* User paths and queries hold any bytes: escaped as every trace string is. A value
+         * that does not fit is not cut (into invalid JSON): its length is said instead. */
         const char *s = *(const char **)o->dst ? *(const char **)o->dst : "";
-        size_t n = 0;
-        if (n < cap)
-            buf[n] = '"';
-        n++;
-        for (; *s && n + 3 < cap; s++) {
-            if (*s == '"' || *s == '\\')
-                buf[n++] = '\\';
-            buf[n++] = (unsigned char)*s < 0x20 ? '?' : *s;
-        }
-        if (n < cap)
-            buf[n] = '"';
-        return n + 1;
+        struct tlsm_json j = {.p = buf, .end = buf + cap};
+        tlsm_json_put(&j, "\"", 1);
+        tlsm_json_escaped(&j, s);
+        tlsm_json_put(&j, "\"", 1);
+        if (!j.full)
+            return (size_t)(j.p - buf);
+        return (size_t)snprintf(buf, cap, "\"(%zu bytes: too long for the header)\"", strlen(s));
     }
     }
 }
 
+/* The settings as the inside of a JSON object; an entry that does not fit in cap is left
+ * out whole, so the result is always valid JSON. */
 size_t tlsm_config_json(char *buf, size_t cap)
 {
     size_t n = 0;
-    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]) && n < cap; i++) {
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
         if (opts[i].dst == &tlsm_cfg.help)
             continue;
-        n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":", n ? "," : "", opts[i].name);
-        if (n < cap)
-            n += json_value(buf + n, cap - n, &opts[i]);
+        size_t k = (size_t)snprintf(buf + n, cap - n, "%s\"%s\":", n ? "," : "", opts[i].name);
+        size_t v = n + k < cap ? json_value(buf + n + k, cap - n - k, &opts[i]) : cap;
+        if (n + k + v >= cap) {
+            buf[n] = 0;
+            continue;
+        }
+        n += k + v;
     }
-    return n < cap ? n : cap - 1;
+    return n;
 }
 
 void tlsm_config_print_help(int fd)

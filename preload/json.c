@@ -38,15 +38,38 @@ size_t tlsm_json_digits(char *dst, uint64_t u)
     return n;
 }
 
-/* Escapes what JSON requires; bytes >= 0x80 become '?' so every line stays valid UTF-8
- * JSON for strict readers, whatever bytes a path holds. */
-static void put_escaped(struct tlsm_json *j, const char *s)
+/* Length of the valid UTF-8 sequence at c (2..4), or 0: overlong forms, surrogates and
+ * code points past U+10FFFF are not valid (strict readers reject them). */
+static size_t utf8_len(const unsigned char *c)
+{
+    if (c[0] >= 0xc2 && c[0] <= 0xdf)
+        return (c[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c[0] >= 0xe0 && c[0] <= 0xef) {
+        unsigned lo = c[0] == 0xe0 ? 0xa0 : 0x80, hi = c[0] == 0xed ? 0x9f : 0xbf;
+        return c[1] >= lo && c[1] <= hi && (c[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+    if (c[0] >= 0xf0 && c[0] <= 0xf4) {
+        unsigned lo = c[0] == 0xf0 ? 0x90 : 0x80, hi = c[0] == 0xf4 ? 0x8f : 0xbf;
+        return c[1] >= lo && c[1] <= hi && (c[2] & 0xc0) == 0x80 && (c[3] & 0xc0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
+/* Escapes what JSON requires. Valid UTF-8 is kept as it is (a name is the user's, in their
+ * script); a byte that is not part of valid UTF-8 becomes the text \xHH (JSON "\\xHH"), so
+ * every line stays valid UTF-8 JSON for strict readers whatever bytes a path or setting
+ * holds, and the byte can still be told. (A NUL ends the C string, so c[1..3] of a cut
+ * sequence are read at most up to it.) */
+void tlsm_json_escaped(struct tlsm_json *j, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     const char *run = s;
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if (*c >= 0x20 && *c < 0x80 && *c != '"' && *c != '\\')
+    for (const unsigned char *c = (const unsigned char *)s; *c;) {
+        size_t u = *c >= 0x80 ? utf8_len(c) : 0;
+        if (u || (*c >= 0x20 && *c < 0x80 && *c != '"' && *c != '\\')) {
+            c += u ? u : 1;
             continue;
+        }
         tlsm_json_put(j, run, (size_t)((const char *)c - run));
         run = (const char *)c + 1;
         if (*c == '"' || *c == '\\') {
@@ -56,8 +79,10 @@ static void put_escaped(struct tlsm_json *j, const char *s)
             char e[6] = {'\\', 'u', '0', '0', hex[*c >> 4], hex[*c & 15]};
             tlsm_json_put(j, e, 6);
         } else {
-            tlsm_json_put(j, "?", 1);
+            char e[5] = {'\\', '\\', 'x', hex[*c >> 4], hex[*c & 15]};
+            tlsm_json_put(j, e, 5);
         }
+        c++;
     }
     tlsm_json_put(j, run, strlen(run));
 }
@@ -66,7 +91,7 @@ void tlsm_json_str_k(struct tlsm_json *j, const char *k, size_t kn, const char *
 {
     tlsm_json_put(j, k, kn);
     tlsm_json_put(j, "\"", 1);
-    put_escaped(j, s ? s : "");
+    tlsm_json_escaped(j, s ? s : "");
     tlsm_json_put(j, "\"", 1);
 }
 

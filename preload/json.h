@@ -60,6 +60,9 @@ static inline void tlsm_json_safe_k(struct tlsm_json *j, const char *k, size_t k
     j->p += n;
     *j->p++ = '"';
 }
+/* The bytes of s as the inside of a JSON string (no quotes): valid UTF-8 kept, other bytes
+ * as the text \xHH. */
+void tlsm_json_escaped(struct tlsm_json *j, const char *s);
 void tlsm_json_str_k(struct tlsm_json *j, const char *k, size_t kn, const char *s);
 /* A finite non-negative measurement, 4 decimals. */
 void tlsm_json_num_k(struct tlsm_json *j, const char *k, size_t kn, double v);

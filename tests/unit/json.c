@@ -48,8 +48,15 @@ static void strings(void)
     tlsm_json_bool(&j, "f", 0);
     tlsm_json_raw(&j, "r", "[1,2]");
     expect("strings", b, tlsm_json_end(&j, b),
-           "{\"ev\":\"x\",\"s\":\"a\\\"b\\\\c\\u000a\\u0001??\",\"c\":\"AES-128-GCM\","
+           "{\"ev\":\"x\",\"s\":\"a\\\"b\\\\c\\u000a\\u0001\xc3\xa9\",\"c\":\"AES-128-GCM\","
            "\"t\":true,\"f\":false,\"r\":[1,2]}\n");
+    /* Not UTF-8: a lone byte, an overlong '/', a surrogate, a cut euro sign: each byte as the
+     * text \xHH; valid characters (4 bytes too) kept. */
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_str(&j, "s", "\xff/\xc0\xaf\xed\xa0\x80\xf0\x9f\x94\x92\xe2\x82");
+    expect("strings-not-utf8", b, tlsm_json_end(&j, b),
+           "{\"ev\":\"x\",\"s\":\"\\\\xff/\\\\xc0\\\\xaf\\\\xed\\\\xa0\\\\x80\xf0\x9f\x94\x92"
+           "\\\\xe2\\\\x82\"}\n");
 }
 
 /* Fixed point without the locale: a program under de_DE must still get "0.2240". */
