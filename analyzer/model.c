@@ -20,6 +20,7 @@ static void free_trace(struct trace *t)
     free(t->file), free(t->comm), free(t->exe), free(t->arch), free(t->cpu);
     free(t->clock), free(t->mode), free(t->version), free(t->quiet), free(t->reroute_reason);
     free(t->exec), free(t->cputime), free(t->cputime_why), free(t->warn_first);
+    free(t->io), free(t->io_error);
     for (i = 0; i < t->nunfired; i++)
         free(t->unfired[i]);
     for (i = 0; i < t->nlibs; i++) {

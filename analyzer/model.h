@@ -111,6 +111,8 @@ struct trace {
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t reroute_routed, reroute_fallback;
     char *quiet, *reroute_reason;
+    char *io, *io_error;         /* end.io ("mmap", "write"), end.io_error: why the file stopped */
+    int64_t dropped_bytes;       /* end.dropped_bytes, -1 when absent */
     char *cputime, *cputime_why; /* header: how crypto_ns was measured ("wall" if absent) */
     bool cputime_exact;          /* perf-clock: crypto_ns is on-CPU time, preempt or not */
     int64_t preempted;           /* end.preempted, -1 when absent */

@@ -186,6 +186,10 @@ int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     }
     t->events_declared = int_get(o, "events", -1);
     t->dropped = int_get(o, "dropped", 0);
+    t->dropped_bytes = int_get(o, "dropped_bytes", -1);
+    free(t->io), free(t->io_error);
+    t->io = str_dup(o, "io");
+    t->io_error = str_dup(o, "io_error");
     t->preempted = int_get(o, "preempted", -1);
     t->hooks_known =
         json_is_object(json_object_get(o, "hooks")) || json_is_array(json_object_get(o, "unfired"));

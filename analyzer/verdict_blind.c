@@ -207,9 +207,45 @@ static void other_tls(struct summary *s, const struct trace *t, const struct bli
         verdict__evidence(v, "calls", (double)b->calls);
 }
 
+/* Why events were dropped, from the end line: the file could not grow (io_error: disk
+ * full, RLIMIT_FSIZE), a pipe or FIFO that did not keep up, or threads still writing while
+ * the process exited. */
+static void dropped(struct summary *s, const struct trace *t)
+{
+    char lost[64] = "", cause[224];
+    struct verdict *v;
+    struct fmtbuf fb;
+
+    if (t->dropped <= 0)
+        return;
+    if (t->dropped_bytes > 0)
+        snprintf(lost, sizeof(lost), " (%s of trace)", fmt_bytes(&fb, (uint64_t)t->dropped_bytes));
+    if (t->io_error && strstr(t->io_error, "No space left"))
+        snprintf(cause, sizeof(cause), "the trace's disk was full (%s)", t->io_error);
+    else if (t->io_error && strstr(t->io_error, "File too large"))
+        snprintf(cause, sizeof(cause), "the trace reached the file size limit (%s)", t->io_error);
+    else if (t->io_error && strstr(t->io_error, "RLIMIT_AS"))
+        snprintf(cause, sizeof(cause),
+                 "tlsmeter stopped mapping trace space near the process's address space limit "
+                 "(%s), so that the program's own mappings would not fail",
+                 t->io_error);
+    else if (t->io_error)
+        snprintf(cause, sizeof(cause), "the trace file could not grow (%s)", t->io_error);
+    else if (t->io && !strcmp(t->io, "mmap"))
+        snprintf(cause, sizeof(cause), "threads still writing while the process exited");
+    else
+        snprintf(cause, sizeof(cause), "full trace buffers: a pipe or FIFO that did not keep up");
+    v = summary__verdict(s, "dropped", "blind",
+                         "%s: %lld event%s%s %s dropped: %s; totals undercount", t->file,
+                         (long long)t->dropped, t->dropped == 1 ? "" : "s", lost,
+                         t->dropped == 1 ? "was" : "were", cause);
+    verdict__evidence(v, "dropped", (double)t->dropped);
+    if (t->dropped_bytes > 0)
+        verdict__evidence(v, "dropped_bytes", (double)t->dropped_bytes);
+}
+
 static void per_trace(struct summary *s, const struct trace *t)
 {
-    struct verdict *v;
     int i;
 
     for (i = 0; i < t->nblind; i++) {
@@ -223,13 +259,7 @@ static void per_trace(struct summary *s, const struct trace *t)
     reads_bypassed(s, t);
     truncated(s, t);
     warned(s, t);
-    if (t->dropped > 0) {
-        v = summary__verdict(s, "dropped", "blind",
-                             "%s: %lld events were dropped (full trace buffers): totals "
-                             "undercount",
-                             t->file, (long long)t->dropped);
-        verdict__evidence(v, "dropped", (double)t->dropped);
-    }
+    dropped(s, t);
     if (t->quiet)
         summary__verdict(s, "quiet", "blind",
                          "%s: tlsmeter went quiet (%s): events after that point are missing",

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ static bool err_known;
 void tlsm_log_init(void)
 {
     struct stat st;
+    tlsm_log_tree_init(!getauxval(AT_SECURE));
     err_known = fstat(STDERR_FILENO, &st) == 0;
     err_dev = st.st_dev;
     err_ino = st.st_ino;
@@ -32,7 +34,8 @@ static bool stderr_is_ours(void)
            st.st_ino == err_ino;
 }
 
-/* To stderr (when it is still the one we started with and TLSMETER_QUIET is off) and, in
+/* To stderr (when it is still the one we started with, TLSMETER_QUIET is off and no other
+ * process of the tree printed the same warning) and, in
  * every case, into the trace as a `warn` event: a daemon's stderr is often its own log or
  * /dev/null, the trace is where the user looks. */
 void tlsm_warn(const char *fmt, ...)
@@ -52,8 +55,10 @@ void tlsm_warn(const char *fmt, ...)
         n = (int)sizeof(line) - 2;
     line[n] = 0;
     tlsm_trace_warn(line + 10);
+    /* Once per process tree on stderr (log_tree.c); every process's trace has it. */
+    bool say = !tlsm_cfg.quiet && stderr_is_ours() && tlsm_log_tree_first(line + 10);
     line[n++] = '\n';
-    if (!tlsm_cfg.quiet && stderr_is_ours()) {
+    if (say) {
         ssize_t w = write(STDERR_FILENO, line, (size_t)n);
         (void)w;
     }

@@ -135,6 +135,8 @@ size_t tlsm_end_line(char *buf, size_t cap)
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(now - tlsm_trace_t0));
     tlsm_json_int(&j, "events", (int64_t)events + 1); /* + the header */
     tlsm_json_int(&j, "dropped", (int64_t)dropped);
+    if (dropped)
+        tlsm_json_int(&j, "dropped_bytes", (int64_t)tlsm_trace_dropped_bytes());
     tlsm_json_int(&j, "user_ns", tv_ns(ru.ru_utime));
     tlsm_json_int(&j, "sys_ns", tv_ns(ru.ru_stime));
     tlsm_json_int(&j, "maxrss_kb", ru.ru_maxrss);

@@ -5,7 +5,7 @@
  * MAP_SHARED (tracemap.c) for a regular file, so a killed process keeps its lines; else
  * (FIFO, device, a filesystem without fallocate) a private buffer written in whole lines
  * with write(2), O_NONBLOCK so a FIFO that stalls costs dropped lines, never a blocked
- * program. */
+ * program. Exit, exec, _exit and fork are in trace_life.c. */
 #include "trace.h"
 #include "backend.h"
 #include "caps.h"
@@ -17,6 +17,8 @@
 #include "obj.h"
 #include "thread.h"
 #include "trace_file.h"
+#include "trace_header.h"
+#include "trace_int.h"
 #include "tracemap.h"
 
 #include <errno.h>
@@ -28,53 +30,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define TBUF_SIZE (32 * 1024)
 
-/* ST_RESERVED: a forked child's file exists (created at the fork), its header not yet
- * written. */
-enum state { ST_UNOPENED, ST_OPEN, ST_OFF, ST_FINISHED, ST_RESERVED };
-
-struct tlsm_tbuf {
-    _Atomic int lock;
-    char *data;       /* the mapped chunk, or the private buffer (write(2) mode) */
-    size_t used, cap; /* cap 0: no chunk yet (or closed at exit) */
-    uint64_t off;     /* file offset of the mapped chunk */
-    uint64_t pending, written, dropped; /* lines */
-    struct tlsm_tbuf *next;
-};
-
 uint64_t tlsm_trace_t0;
 const char *tlsm_exec_path;
-static _Atomic int state = ST_UNOPENED;
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t bufs_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tlsm_tbuf *bufs;
-static _Atomic uint64_t retired_written, retired_dropped;
-static int fd = -1;
-static char path[PATH_MAX];
-static char quiet_reason[PATH_MAX + 128];
+_Atomic int tlsm_tr_state = ST_UNOPENED;
+pthread_mutex_t tlsm_tr_open_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t tlsm_tr_bufs_lock = PTHREAD_MUTEX_INITIALIZER;
+struct tlsm_tbuf *tlsm_tr_bufs;
+_Atomic uint64_t tlsm_tr_retired_written, tlsm_tr_retired_dropped;
+_Atomic uint64_t tlsm_tr_dropped_bytes;
+struct tlsm_tr_shared *tlsm_tr_sh;
+int tlsm_tr_fd = -1;
+char tlsm_tr_path[PATH_MAX];
+char tlsm_tr_quiet_reason[PATH_MAX + 128];
 static uint64_t unix_t0, mono_t0, proc_mono0;
-static pid_t fork_of;
+pid_t tlsm_tr_fork_of;
 static bool clock_ready;
-static bool fd_is_pipe;    /* writes may raise SIGPIPE */
-static dev_t fd_dev;       /* identity of the trace file: a program that closes every */
-static ino_t fd_ino;       /* descriptor may reuse ours for a file of its own */
-static pid_t trace_pid;    /* the process that opened the file (vfork children are not it) */
+bool tlsm_tr_fd_is_pipe;   /* writes may raise SIGPIPE */
+dev_t tlsm_tr_fd_dev;      /* identity of the trace file: a program that closes every */
+ino_t tlsm_tr_fd_ino;      /* descriptor may reuse ours for a file of its own */
+pid_t tlsm_tr_trace_pid;   /* the process that opened the file (vfork children are not it) */
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
-static _Atomic bool allowed;
-static bool mapped;                   /* lines go into mapped chunks of the file */
-static int map_errno;                 /* a chunk could not be had: lines are dropped */
-static char io_note[160];             /* why the file is written with write(2), or "" */
-static _Atomic uint64_t warnings;     /* warn lines in this file */
-static _Atomic uint64_t direct_lines; /* lines written past the thread buffers */
-static __thread bool in_writer;       /* this thread holds its buffer in the slow path */
+_Atomic bool tlsm_tr_allowed;
+bool tlsm_tr_mapped;                   /* lines go into mapped chunks of the file */
+static bool as_gave_up;                /* map_errno is RLIMIT_AS's doing */
+static int map_errno;                  /* a chunk could not be had: lines are dropped */
+static char io_note[160];              /* why the file is written with write(2), or "" */
+_Atomic uint64_t tlsm_tr_warnings;     /* warn lines in this file */
+_Atomic uint64_t tlsm_tr_direct_lines; /* lines written past the thread buffers */
+static __thread bool in_writer;        /* this thread holds its buffer in the slow path */
 
 void tlsm_trace_allow(void)
 {
-    atomic_store(&allowed, true);
+    atomic_store(&tlsm_tr_allowed, true);
 }
 
 void tlsm_trace_init(void)
@@ -84,123 +78,58 @@ void tlsm_trace_init(void)
 
 bool tlsm_trace_is_quiet(void)
 {
-    return quiet_reason[0] != 0;
+    return tlsm_tr_quiet_reason[0] != 0;
 }
 
 void tlsm_trace_quiet(const char *why)
 {
     int expect = ST_OPEN;
-    if (!atomic_compare_exchange_strong(&state, &expect, ST_OFF) && expect != ST_UNOPENED &&
+    if (!atomic_compare_exchange_strong(&tlsm_tr_state, &expect, ST_OFF) && expect != ST_UNOPENED &&
         expect != ST_RESERVED)
         return;
-    atomic_store(&state, ST_OFF);
-    snprintf(quiet_reason, sizeof(quiet_reason), "%s", why);
+    atomic_store(&tlsm_tr_state, ST_OFF);
+    snprintf(tlsm_tr_quiet_reason, sizeof(tlsm_tr_quiet_reason), "%s", why);
     tlsm_warn("%s; tracing off, the program continues untraced", why);
 }
 
 static bool path_fits;
 
-static void expand_path(char *out, size_t cap, bool child)
+void tlsm_tr_expand_path(char *out, size_t cap, bool child)
 {
     path_fits = tlsm_trace_path(out, cap, child, unix_t0);
 }
 
 static char fd_why[160];
 
-static int create_file(char *p, size_t cap)
+int tlsm_tr_create_file(char *p, size_t cap)
 {
     fd_why[0] = 0;
     if (!path_fits)
         return errno = ENAMETOOLONG, -1; /* the template, cut: never a file of another name */
     if (!tlsm_trace_fd_room(fd_why, sizeof(fd_why)))
         return errno = EMFILE, -1;
-    return tlsm_trace_create(p, cap, &fd_is_pipe);
+    return tlsm_trace_create(p, cap, &tlsm_tr_fd_is_pipe);
 }
 
 /* Why a trace could not be created, for the warning. */
-static void create_failed(char *why, size_t cap)
+void tlsm_tr_create_failed(char *why, size_t cap)
 {
     if (fd_why[0])
-        snprintf(why, cap, "no trace %.3800s: %s", path, fd_why);
+        snprintf(why, cap, "no trace %.3800s: %s", tlsm_tr_path, fd_why);
     else
-        snprintf(why, cap, "cannot create trace %s: %s", path, strerror(errno));
+        snprintf(why, cap, "cannot create trace %s: %s", tlsm_tr_path, strerror(errno));
 }
 
-static bool write_all(const char *p, size_t n)
+bool tlsm_tr_write_all(const char *p, size_t n)
 {
-    return tlsm_trace_write(fd, fd_is_pipe, p, n);
+    return tlsm_trace_write(tlsm_tr_fd, tlsm_tr_fd_is_pipe, p, n);
 }
 
-static void header_fields(struct tlsm_json *j)
-{
-    char cpu[256], exe[PATH_MAX], crypto[512], cfg[2048], comm[32] = "";
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    exe[n > 0 ? n : 0] = 0;
-    FILE *f = fopen("/proc/self/comm", "re");
-    if (f) {
-        if (!fgets(comm, sizeof(comm), f))
-            comm[0] = 0;
-        comm[strcspn(comm, "\n")] = 0;
-        fclose(f);
-    }
-    tlsm_cpu_model(cpu, sizeof(cpu));
-    tlsm_cpu_crypto_json(crypto, sizeof(crypto));
-    cfg[0] = '{';
-    size_t c = tlsm_config_json(cfg + 1, sizeof(cfg) - 3);
-    snprintf(cfg + 1 + c, sizeof(cfg) - 1 - c, "}");
-    tlsm_json_int(j, "format", 1);
-    tlsm_json_str(j, "tool", "tlsmeter");
-    tlsm_json_str(j, "version", TLSM_VERSION);
-    tlsm_json_int(j, "pid", getpid());
-    tlsm_json_int(j, "ppid", getppid());
-    if (fork_of)
-        tlsm_json_int(j, "fork_of", fork_of);
-    tlsm_json_str(j, "io", mapped ? "mmap" : "write");
-    if (io_note[0])
-        tlsm_json_str(j, "io_why", io_note);
-    tlsm_json_str(j, "exe", exe);
-    tlsm_json_str(j, "comm", comm);
-    tlsm_json_int(j, "start_unix_ns", (int64_t)unix_t0);
-    tlsm_json_int(j, "mono_ns", (int64_t)mono_t0);
-    tlsm_json_int(j, "since_start_ns", (int64_t)(mono_t0 - proc_mono0));
-    tlsm_json_str(j, "clock", tlsm_clock_name());
-    tlsm_json_int(j, "clock_hz", (int64_t)tlsm_clock_hz);
-    tlsm_json_int(j, "clock_cost_ns", (int64_t)tlsm_clock_cost_ns());
-    tlsm_json_str(j, "cputime", tlsm_cputime_name());
-    if (*tlsm_cputime_why())
-        tlsm_json_str(j, "cputime_why", tlsm_cputime_why());
-#if defined(__x86_64__)
-    tlsm_json_str(j, "arch", "x86_64");
-#elif defined(__aarch64__)
-    tlsm_json_str(j, "arch", "aarch64");
-#else
-    tlsm_json_str(j, "arch", "unknown");
-#endif
-    tlsm_json_str(j, "cpu", cpu);
-    if (tlsm_cpu_emulated())
-        tlsm_json_bool(j, "emulated", true);
-    tlsm_json_raw(j, "cpu_crypto", crypto);
-    tlsm_json_int(j, "ncpu", sysconf(_SC_NPROCESSORS_ONLN));
-    tlsm_json_str(j, "crypto_mode", tlsm_mode_name(tlsm_cfg.crypto));
-    tlsm_json_raw(j, "config", cfg);
-}
-
-static void lock_buf(struct tlsm_tbuf *b)
-{
-    /* Contended only while exit or fork flushes this buffer; bounded by that one write. */
-    while (atomic_exchange_explicit(&b->lock, 1, memory_order_acquire))
-        sched_yield();
-}
-
-static void unlock_buf(struct tlsm_tbuf *b)
-{
-    atomic_store_explicit(&b->lock, 0, memory_order_release);
-}
-
-static bool fd_still_ours(void)
+bool tlsm_tr_fd_still_ours(void)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino;
+    return fstat(tlsm_tr_fd, &st) == 0 && st.st_dev == tlsm_tr_fd_dev &&
+           st.st_ino == tlsm_tr_fd_ino;
 }
 
 static struct tlsm_tbuf *self_buf(void)
@@ -212,26 +141,26 @@ static struct tlsm_tbuf *self_buf(void)
     if (!b)
         return NULL;
     tlsm_thread_start(th);
-    pthread_mutex_lock(&bufs_lock);
-    b->next = bufs;
-    bufs = b;
-    pthread_mutex_unlock(&bufs_lock);
+    pthread_mutex_lock(&tlsm_tr_bufs_lock);
+    b->next = tlsm_tr_bufs;
+    tlsm_tr_bufs = b;
+    pthread_mutex_unlock(&tlsm_tr_bufs_lock);
     th->buf = b;
     return b;
 }
 
 /* One line straight to the file, bypassing the thread buffers (no lock: warnings may come
  * from inside the writer): at the mapped file's cursor, or one O_APPEND write(2). */
-static bool put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n)
+bool tlsm_tr_put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n)
 {
     return in_map ? tlsm_tmap_append(f, line, n) : tlsm_trace_write(f, is_pipe, line, n);
 }
 
 #define MAX_EARLY_WARN 4
 static char early_warn[MAX_EARLY_WARN][256]; /* warnings before the file existed */
-static _Atomic unsigned nearly_warn;
+_Atomic unsigned tlsm_tr_nearly_warn;
 
-static size_t warn_line(char *line, size_t cap, const char *msg, bool with_pid)
+size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid)
 {
     struct tlsm_json j;
     tlsm_json_begin(&j, line, cap, "warn");
@@ -247,85 +176,91 @@ static size_t warn_line(char *line, size_t cap, const char *msg, bool with_pid)
 void tlsm_trace_warn(const char *msg)
 {
     char line[1024];
-    int s = atomic_load(&state);
+    int s = atomic_load(&tlsm_tr_state);
     if (s == ST_UNOPENED || s == ST_RESERVED) {
-        unsigned i = atomic_fetch_add(&nearly_warn, 1);
+        unsigned i = atomic_fetch_add(&tlsm_tr_nearly_warn, 1);
         if (i < MAX_EARLY_WARN)
             snprintf(early_warn[i], sizeof(early_warn[i]), "%s", msg);
         return;
     }
-    if (s != ST_OPEN || getpid() != trace_pid)
+    if (s != ST_OPEN || getpid() != tlsm_tr_trace_pid)
         return;
-    size_t n = warn_line(line, sizeof(line), msg, false);
+    size_t n = tlsm_tr_warn_line(line, sizeof(line), msg, false);
     if (!n)
         return;
     /* In the thread's chunk (no zeroed space left behind) when it has one: no allocation,
      * no list lock, whatever lock the warning's caller holds. */
     if (!in_writer && tlsm_th.buf) {
         tlsm_trace_line(line, n);
-        atomic_fetch_add(&warnings, 1);
-    } else if (put_direct(fd, mapped, fd_is_pipe, line, n)) {
-        atomic_fetch_add(&direct_lines, 1);
-        atomic_fetch_add(&warnings, 1);
+        atomic_fetch_add(&tlsm_tr_warnings, 1);
+    } else if (tlsm_tr_put_direct(tlsm_tr_fd, tlsm_tr_mapped, tlsm_tr_fd_is_pipe, line, n)) {
+        atomic_fetch_add(&tlsm_tr_direct_lines, 1);
+        atomic_fetch_add(&tlsm_tr_warnings, 1);
     }
 }
 
 uint64_t tlsm_trace_warnings(void)
 {
-    return atomic_load(&warnings);
+    return atomic_load(&tlsm_tr_warnings);
 }
 
 static void replay_early_warnings(void)
 {
-    unsigned n = atomic_exchange(&nearly_warn, 0);
+    unsigned n = atomic_exchange(&tlsm_tr_nearly_warn, 0);
     for (unsigned i = 0; i < n && i < MAX_EARLY_WARN; i++)
         tlsm_trace_warn(early_warn[i]);
 }
 
-/* Mapped mode for a regular file whose filesystem can reserve blocks; write(2) otherwise. */
+/* Mapped mode for a regular file whose filesystem can reserve blocks, unless RLIMIT_AS
+ * leaves too little room for chunks; write(2) otherwise (a 32 KiB buffer per thread). */
 static void choose_io(const struct stat *st)
 {
-    mapped = false;
+    tlsm_tr_mapped = false;
     map_errno = 0;
     io_note[0] = 0;
     if (!S_ISREG(st->st_mode))
         snprintf(io_note, sizeof(io_note), "not a regular file");
-    else if (!tlsm_tmap_start(fd))
+    else if (tlsm_tmap_tight())
+        snprintf(io_note, sizeof(io_note),
+                 "address space limit (RLIMIT_AS) near: %llu KiB left, too little for chunks",
+                 (unsigned long long)(tlsm_tmap_as_left() / 1024));
+    else if (!tlsm_tmap_start(tlsm_tr_fd))
         snprintf(io_note, sizeof(io_note), "fallocate: %s", strerror(errno));
     else
-        mapped = true;
+        tlsm_tr_mapped = true;
 }
 
 /* The header opens the opening thread's first chunk (offset 0), so a single-threaded
  * trace has no zeroed space to squeeze out at exit. */
 static bool put_header(const char *line, size_t n)
 {
-    if (!mapped)
-        return write_all(line, n);
+    if (!tlsm_tr_mapped)
+        return tlsm_tr_write_all(line, n);
     struct tlsm_tbuf *b = self_buf();
     uint64_t off;
-    char *p = b ? tlsm_tmap_chunk(fd, &off) : NULL;
+    size_t size = 0;
+    char *p = b ? tlsm_tmap_chunk(tlsm_tr_fd, &off, &size) : NULL;
     if (!p)
         return false;
-    lock_buf(b);
-    tlsm_tmap_unmap(b->data);
-    b->data = p, b->off = off, b->cap = tlsm_tmap_chunk_size();
+    tlsm_tr_lock_buf(b);
+    tlsm_tmap_unmap(b->data, b->cap);
+    b->data = p, b->off = off, b->cap = size;
     memcpy(p, line, n);
     b->used = n;
-    unlock_buf(b);
+    tlsm_tr_unlock_buf(b);
     return true;
 }
 
 /* A reserved file (created at fork) is used if it is still ours, else a new one is made. */
 static int reuse_or_create(void)
 {
-    if (fd >= 0 && fd_still_ours())
-        return fd;
-    fd = -1;
-    return create_file(path, sizeof(path));
+    if (tlsm_tr_fd >= 0 && tlsm_tr_fd_still_ours())
+        return tlsm_tr_fd;
+    tlsm_tr_fd = -1;
+    return tlsm_tr_create_file(tlsm_tr_path, sizeof(tlsm_tr_path));
 }
 
-static void open_trace(void)
+void tlsm_tr_open_trace(void)
 {
     struct timespec ts;
     if (!clock_ready) {
@@ -336,45 +271,52 @@ static void open_trace(void)
     unix_t0 = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
     mono_t0 = tlsm_mono_ns();
     tlsm_trace_t0 = tlsm_now();
-    if (atomic_load(&state) == ST_RESERVED) {
-        fd = reuse_or_create();
+    if (atomic_load(&tlsm_tr_state) == ST_RESERVED) {
+        tlsm_tr_fd = reuse_or_create();
     } else {
-        expand_path(path, sizeof(path), fork_of != 0);
-        fd_is_pipe = false;
-        fd = create_file(path, sizeof(path));
+        tlsm_tr_expand_path(tlsm_tr_path, sizeof(tlsm_tr_path), tlsm_tr_fork_of != 0);
+        tlsm_tr_fd_is_pipe = false;
+        tlsm_tr_fd = tlsm_tr_create_file(tlsm_tr_path, sizeof(tlsm_tr_path));
     }
-    if (fd < 0) {
+    if (tlsm_tr_fd < 0) {
         char why[PATH_MAX + 96];
-        create_failed(why, sizeof(why));
-        atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
+        tlsm_tr_create_failed(why, sizeof(why));
+        atomic_store(&tlsm_tr_state, ST_OPEN); /* so that quiet() takes it */
         tlsm_trace_quiet(why);
         return;
     }
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
     struct stat st;
-    if (fstat(fd, &st) == 0)
-        fd_dev = st.st_dev, fd_ino = st.st_ino;
+    if (fstat(tlsm_tr_fd, &st) == 0)
+        tlsm_tr_fd_dev = st.st_dev, tlsm_tr_fd_ino = st.st_ino;
+    if (!tlsm_tr_sh) {
+        void *sh = mmap(NULL, sizeof(*tlsm_tr_sh), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        tlsm_tr_sh = sh == MAP_FAILED ? NULL : sh; /* without it children do not write here */
+    }
     choose_io(&st);
-    trace_pid = getpid();
+    tlsm_tr_trace_pid = getpid();
     trace_gen++;
     tlsm_json_begin(&j, line, sizeof(line), "header");
-    header_fields(&j);
+    struct tlsm_tr_hdr h = {unix_t0,         mono_t0,        mono_t0 - proc_mono0,
+                            tlsm_tr_fork_of, tlsm_tr_mapped, io_note};
+    tlsm_tr_header_fields(&j, &h);
     size_t n = tlsm_json_end(&j, line);
     /* Open only once the header is in: no other thread's chunk may take offset 0. */
     if (!n || !put_header(line, n)) {
         char why[PATH_MAX + 96];
-        snprintf(why, sizeof(why), "cannot write the trace header to %s: %s", path,
+        snprintf(why, sizeof(why), "cannot write the trace header to %s: %s", tlsm_tr_path,
                  strerror(errno));
         struct stat now;
         /* A disk full from the start leaves no empty file behind, only the warning. */
-        if (S_ISREG(st.st_mode) && lstat(path, &now) == 0 && now.st_dev == fd_dev &&
-            now.st_ino == fd_ino)
-            unlink(path);
+        if (S_ISREG(st.st_mode) && lstat(tlsm_tr_path, &now) == 0 && now.st_dev == tlsm_tr_fd_dev &&
+            now.st_ino == tlsm_tr_fd_ino)
+            unlink(tlsm_tr_path);
         tlsm_trace_quiet(why);
         return;
     }
-    atomic_store(&state, ST_OPEN);
+    atomic_store(&tlsm_tr_state, ST_OPEN);
     replay_early_warnings();
     /* Instances met before this file existed (before the constructor allowed tracing, or
      * in the parent of a forked child) still get their lib line in this file. */
@@ -389,46 +331,48 @@ unsigned tlsm_trace_generation(void)
 
 bool tlsm_trace_ready(void)
 {
-    int s = atomic_load_explicit(&state, memory_order_acquire);
+    int s = atomic_load_explicit(&tlsm_tr_state, memory_order_acquire);
     if (s != ST_UNOPENED && s != ST_RESERVED)
         return s == ST_OPEN;
     /* Only after the constructor allowed it: never in secure-execution mode, never when
      * disabled, even if a hook resolves early and wants to describe a library. */
-    if (!allowed)
+    if (!tlsm_tr_allowed)
         return false;
-    pthread_mutex_lock(&open_lock);
-    s = atomic_load(&state);
+    pthread_mutex_lock(&tlsm_tr_open_lock);
+    s = atomic_load(&tlsm_tr_state);
     if (s == ST_UNOPENED || s == ST_RESERVED)
-        open_trace();
-    pthread_mutex_unlock(&open_lock);
-    return atomic_load(&state) == ST_OPEN;
+        tlsm_tr_open_trace();
+    pthread_mutex_unlock(&tlsm_tr_open_lock);
+    return atomic_load(&tlsm_tr_state) == ST_OPEN;
 }
 
 /* Buffer lock held. Mapped: the lines are in the file already, only counted here. */
-static void flush_buf(struct tlsm_tbuf *b)
+void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
 {
-    if (mapped) {
+    if (tlsm_tr_mapped) {
         b->written += b->pending;
         b->pending = 0;
         return;
     }
     if (!b->used)
         return;
-    if (atomic_load(&state) == ST_OPEN && !fd_still_ours()) {
+    if (atomic_load(&tlsm_tr_state) == ST_OPEN && !tlsm_tr_fd_still_ours()) {
         b->dropped += b->pending;
+        atomic_fetch_add(&tlsm_tr_dropped_bytes, b->used);
         b->used = b->pending = 0;
         tlsm_trace_quiet("the program closed the trace's descriptor");
         return;
     }
-    if (atomic_load(&state) == ST_OPEN && write_all(b->data, b->used)) {
+    if (atomic_load(&tlsm_tr_state) == ST_OPEN && tlsm_tr_write_all(b->data, b->used)) {
         b->written += b->pending;
     } else {
         int e = errno;
         b->dropped += b->pending;
+        atomic_fetch_add(&tlsm_tr_dropped_bytes, b->used);
         /* EAGAIN: a full pipe or FIFO, drop and go on; anything else is fatal for tracing. */
-        if (atomic_load(&state) == ST_OPEN && e != EAGAIN) {
+        if (atomic_load(&tlsm_tr_state) == ST_OPEN && e != EAGAIN) {
             char why[PATH_MAX + 96];
-            snprintf(why, sizeof(why), "writing trace %s failed: %s", path, strerror(e));
+            snprintf(why, sizeof(why), "writing trace %s failed: %s", tlsm_tr_path, strerror(e));
             tlsm_trace_quiet(why);
         }
     }
@@ -436,16 +380,37 @@ static void flush_buf(struct tlsm_tbuf *b)
     b->pending = 0;
 }
 
-/* The file cannot grow (disk full, RLIMIT_FSIZE, ...): say so once, drop and count from
- * now on; the end line still fits in space already allocated and names the reason. */
+/* A line that will not be in the file: counted in lines and bytes (end.dropped_bytes). */
+static void drop_line(struct tlsm_tbuf *b, size_t len)
+{
+    b->dropped++;
+    atomic_fetch_add_explicit(&tlsm_tr_dropped_bytes, len, memory_order_relaxed);
+}
+
+static bool as_limited(void)
+{
+    struct rlimit rl;
+    return !getrlimit(RLIMIT_AS, &rl) && rl.rlim_cur != RLIM_INFINITY;
+}
+
+/* The file cannot grow (disk full, RLIMIT_FSIZE, RLIMIT_AS near, ...): say so once, drop
+ * and count from now on; the end line still fits in space already allocated and names the
+ * reason. */
 static void map_failed(int e)
 {
     if (map_errno)
         return;
     map_errno = e ? e : EIO;
-    char why[PATH_MAX + 96];
-    snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
-             path, strerror(map_errno));
+    as_gave_up = map_errno == ENOMEM && as_limited();
+    char why[PATH_MAX + 160];
+    if (as_gave_up)
+        snprintf(why, sizeof(why),
+                 "trace %s stops: the address space limit (RLIMIT_AS) is near (%llu KiB "
+                 "left), tlsmeter maps no more of it; later events are dropped and counted",
+                 tlsm_tr_path, (unsigned long long)(tlsm_tmap_as_left() / 1024));
+    else
+        snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
+                 tlsm_tr_path, strerror(map_errno));
     tlsm_warn("%s", why);
 }
 
@@ -454,13 +419,14 @@ static void map_failed(int e)
 static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     uint64_t off;
+    size_t size = 0;
     char *p = NULL;
-    if (!map_errno && fd_still_ours())
-        p = tlsm_tmap_chunk(fd, &off);
+    if (!map_errno && tlsm_tr_fd_still_ours())
+        p = tlsm_tmap_chunk(tlsm_tr_fd, &off, &size);
     else if (!map_errno)
         errno = EBADF;
     if (!p) {
-        b->dropped++;
+        drop_line(b, len);
         if (!map_errno)
             map_failed(errno);
         return;
@@ -470,8 +436,8 @@ static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
         memcpy(b->data + b->used, line, head = b->cap - b->used);
     else if (b->data)
         tlsm_tmap_gap(b->off + b->used);
-    tlsm_tmap_unmap(b->data);
-    b->data = p, b->off = off, b->cap = tlsm_tmap_chunk_size();
+    tlsm_tmap_unmap(b->data, b->cap);
+    b->data = p, b->off = off, b->cap = size;
     memcpy(p, line + head, len - head);
     b->used = len - head;
     b->pending++;
@@ -490,20 +456,20 @@ static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
 
 static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
 {
-    if (atomic_load(&state) != ST_OPEN) {
-        b->dropped++;
+    if (atomic_load(&tlsm_tr_state) != ST_OPEN) {
+        drop_line(b, len);
         return;
     }
-    if (mapped) {
+    if (tlsm_tr_mapped) {
         next_chunk(b, line, len);
         return;
     }
     if (!b->data && !(b->data = malloc(TBUF_SIZE))) {
-        b->dropped++;
+        drop_line(b, len);
         return;
     }
     b->cap = TBUF_SIZE;
-    flush_buf(b);
+    tlsm_tr_flush_buf(b);
     memcpy(b->data + b->used, line, len);
     b->used += len;
     b->pending++;
@@ -512,12 +478,12 @@ static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
 void tlsm_trace_line(const char *line, size_t len)
 {
     struct tlsm_tbuf *b = self_buf();
-    if (!b || atomic_load_explicit(&state, memory_order_relaxed) != ST_OPEN) {
+    if (!b || atomic_load_explicit(&tlsm_tr_state, memory_order_relaxed) != ST_OPEN) {
         if (b)
-            b->dropped++;
+            drop_line(b, len);
         return;
     }
-    lock_buf(b);
+    tlsm_tr_lock_buf(b);
     if (__builtin_expect(b->used + len <= b->cap, 1)) {
         memcpy(b->data + b->used, line, len);
         b->used += len;
@@ -525,7 +491,7 @@ void tlsm_trace_line(const char *line, size_t len)
     } else {
         line_slow(b, line, len);
     }
-    unlock_buf(b);
+    tlsm_tr_unlock_buf(b);
 }
 
 void tlsm_trace_drop(void)
@@ -541,18 +507,18 @@ void tlsm_trace_flush_self(void)
     struct tlsm_tbuf *b = tlsm_th.buf;
     if (!b)
         return;
-    lock_buf(b);
-    flush_buf(b);
-    unlock_buf(b);
+    tlsm_tr_lock_buf(b);
+    tlsm_tr_flush_buf(b);
+    tlsm_tr_unlock_buf(b);
 }
 
 /* Buffer lock held: give the chunk up, its unused end stays zero until exit squeezes it. */
-static void close_chunk(struct tlsm_tbuf *b)
+void tlsm_tr_close_chunk(struct tlsm_tbuf *b)
 {
-    if (!mapped || !b->data)
+    if (!tlsm_tr_mapped || !b->data)
         return;
     tlsm_tmap_gap(b->off + b->used);
-    tlsm_tmap_unmap(b->data);
+    tlsm_tmap_unmap(b->data, b->cap);
     b->data = NULL;
     b->used = b->cap = 0;
 }
@@ -562,259 +528,71 @@ void tlsm_trace_thread_exit(void)
     struct tlsm_tbuf *b = tlsm_th.buf;
     if (!b)
         return;
-    lock_buf(b);
-    flush_buf(b);
-    close_chunk(b);
-    unlock_buf(b);
-    pthread_mutex_lock(&bufs_lock);
-    for (struct tlsm_tbuf **p = &bufs; *p; p = &(*p)->next)
+    tlsm_tr_lock_buf(b);
+    tlsm_tr_flush_buf(b);
+    tlsm_tr_close_chunk(b);
+    tlsm_tr_unlock_buf(b);
+    pthread_mutex_lock(&tlsm_tr_bufs_lock);
+    for (struct tlsm_tbuf **p = &tlsm_tr_bufs; *p; p = &(*p)->next)
         if (*p == b) {
             *p = b->next;
             break;
         }
-    pthread_mutex_unlock(&bufs_lock);
-    atomic_fetch_add(&retired_written, b->written);
-    atomic_fetch_add(&retired_dropped, b->dropped);
+    pthread_mutex_unlock(&tlsm_tr_bufs_lock);
+    atomic_fetch_add(&tlsm_tr_retired_written, b->written);
+    atomic_fetch_add(&tlsm_tr_retired_dropped, b->dropped);
     tlsm_th.buf = NULL;
-    if (!mapped)
+    if (!tlsm_tr_mapped)
         free(b->data);
     free(b);
 }
 
-static void flush_all(bool close)
+void tlsm_tr_flush_all(bool close)
 {
-    pthread_mutex_lock(&bufs_lock);
-    for (struct tlsm_tbuf *b = bufs; b; b = b->next) {
-        lock_buf(b);
-        flush_buf(b);
+    pthread_mutex_lock(&tlsm_tr_bufs_lock);
+    for (struct tlsm_tbuf *b = tlsm_tr_bufs; b; b = b->next) {
+        tlsm_tr_lock_buf(b);
+        tlsm_tr_flush_buf(b);
         if (close)
-            close_chunk(b);
-        unlock_buf(b);
+            tlsm_tr_close_chunk(b);
+        tlsm_tr_unlock_buf(b);
     }
-    pthread_mutex_unlock(&bufs_lock);
+    pthread_mutex_unlock(&tlsm_tr_bufs_lock);
 }
 
 void tlsm_trace_counts(uint64_t *events, uint64_t *dropped)
 {
-    *events = atomic_load(&retired_written);
-    *dropped = atomic_load(&retired_dropped);
-    pthread_mutex_lock(&bufs_lock);
-    for (struct tlsm_tbuf *b = bufs; b; b = b->next) {
-        *events += b->written + (mapped ? b->pending : 0);
+    *events = atomic_load(&tlsm_tr_retired_written);
+    *dropped = atomic_load(&tlsm_tr_retired_dropped);
+    pthread_mutex_lock(&tlsm_tr_bufs_lock);
+    for (struct tlsm_tbuf *b = tlsm_tr_bufs; b; b = b->next) {
+        *events += b->written + (tlsm_tr_mapped ? b->pending : 0);
         *dropped += b->dropped;
     }
-    pthread_mutex_unlock(&bufs_lock);
-    *events += atomic_load(&direct_lines);
+    pthread_mutex_unlock(&tlsm_tr_bufs_lock);
+    *events += atomic_load(&tlsm_tr_direct_lines);
+    if (tlsm_tr_sh)
+        *events += atomic_load(&tlsm_tr_sh->child_lines);
 }
 
 const char *tlsm_trace_quiet_reason(void)
 {
-    return quiet_reason;
+    return tlsm_tr_quiet_reason;
+}
+
+uint64_t tlsm_trace_dropped_bytes(void)
+{
+    return atomic_load(&tlsm_tr_dropped_bytes);
 }
 
 const char *tlsm_trace_io_error(void)
 {
+    if (map_errno && as_gave_up)
+        return "address space limit (RLIMIT_AS) near";
     return map_errno ? strerror(map_errno) : NULL;
 }
 
 const char *tlsm_trace_io(void)
 {
-    return mapped ? "mmap" : "write";
-}
-
-/* The end line goes last: after the squeeze in mapped mode, else one more write(2). */
-static void write_end(char *line, size_t cap, bool all_stopped)
-{
-    size_t n = tlsm_end_line(line, cap);
-    if (!n)
-        return;
-    if (!mapped)
-        write_all(line, n);
-    else if (!fd_still_ours())
-        return; /* the mappings kept the lines; a descriptor the program reused is not ours */
-    else if (!all_stopped || !tlsm_tmap_finish(fd, line, n))
-        tlsm_tmap_append(fd, line, n); /* zeroed space stays: readers skip it */
-}
-
-/* A forked child's file that stayed unused goes away; one the child cannot remove any
- * more (it dropped privileges) becomes a trace saying there was no TLS. */
-static bool drop_reserved(void)
-{
-    struct stat st;
-    if (atomic_load(&state) != ST_RESERVED || getpid() != trace_pid)
-        return false; /* a vfork child shares our memory, not our file */
-    if (lstat(path, &st) == 0 && st.st_dev == fd_dev && st.st_ino == fd_ino && !unlink(path)) {
-        atomic_store(&state, ST_FINISHED);
-        return true;
-    }
-    open_trace();
-    return false;
-}
-
-/* Exit: every buffer out, then the end line. The fd stays open: a thread still running
- * must never write into a descriptor number the program may reuse. */
-void tlsm_trace_finish(void)
-{
-    pthread_mutex_lock(&open_lock);
-    drop_reserved();
-    if (atomic_load(&state) == ST_OPEN && getpid() == trace_pid) {
-        /* Mapped: no chunk may be taken once the squeeze starts. write(2): the buffers are
-         * written out first (flush_buf writes only while open). */
-        if (mapped)
-            atomic_store(&state, ST_FINISHED);
-        flush_all(true);
-        atomic_store(&state, ST_FINISHED);
-        char line[TLSM_LINE_MAX * 2];
-        write_end(line, sizeof(line), true);
-    }
-    atomic_store(&state, ST_FINISHED);
-    pthread_mutex_unlock(&open_lock);
-}
-
-static bool try_lock_buf(struct tlsm_tbuf *b)
-{
-    for (int i = 0; i < 1000; i++) {
-        if (!atomic_exchange_explicit(&b->lock, 1, memory_order_acquire))
-            return true;
-        sched_yield();
-    }
-    return false;
-}
-
-/* Try-locks every buffer; the chunks of those taken are closed (a failed exec goes on with
- * new ones). True when all were taken: no copy into the file is in flight. */
-static bool stop_writers(void)
-{
-    bool all = true;
-    if (pthread_mutex_trylock(&bufs_lock))
-        return false;
-    for (struct tlsm_tbuf *b = bufs; b; b = b->next)
-        if (try_lock_buf(b)) {
-            flush_buf(b);
-            close_chunk(b);
-            unlock_buf(b);
-        } else {
-            all = false;
-        }
-    pthread_mutex_unlock(&bufs_lock);
-    return all;
-}
-
-/* exec*() or _exit(): no destructor will run, so write everything now, ending with an end
- * line (naming the exec, if any). Only try-locks: these calls are async-signal-safe and a
- * signal handler may have interrupted this very thread inside the trace writer; and only
- * in the process that opened the file (a vfork child shares our memory, not our trace).
- * Another thread may copy lines while the squeeze runs: its buffer lock keeps the chunk
- * apart, and only a squeeze with every buffer stopped moves data. */
-void tlsm_trace_final(const char *exec_what)
-{
-    if (pthread_mutex_trylock(&open_lock))
-        return;
-    if (drop_reserved() || atomic_load(&state) != ST_OPEN || getpid() != trace_pid) {
-        pthread_mutex_unlock(&open_lock);
-        return;
-    }
-    /* No new chunk while the file is squeezed and cut: a thread mapping one beyond the cut
-     * would fault. Lines of other threads meanwhile are dropped (and counted). */
-    if (mapped)
-        atomic_store(&state, ST_FINISHED);
-    bool all = stop_writers();
-    char line[TLSM_LINE_MAX * 2];
-    tlsm_exec_path = exec_what;
-    if (atomic_load(&state) != ST_OFF) /* a write(2) flush may have failed */
-        write_end(line, sizeof(line), all);
-    tlsm_exec_path = NULL;
-    int finished = ST_FINISHED; /* the exec may fail: tracing goes on (unless it went quiet) */
-    atomic_compare_exchange_strong(&state, &finished, ST_OPEN);
-    pthread_mutex_unlock(&open_lock);
-}
-
-void tlsm_trace_atfork_prepare(void)
-{
-    pthread_mutex_lock(&open_lock);
-    flush_all(false);
-    pthread_mutex_lock(&bufs_lock);
-}
-
-void tlsm_trace_atfork_parent(void)
-{
-    pthread_mutex_unlock(&bufs_lock);
-    pthread_mutex_unlock(&open_lock);
-}
-
-/* The parent's buffers in the child: the chunks map the parent's file (never written from
- * here), the other threads' buffers were flushed by the parent in prepare. */
-static void forget_parent_bufs(void)
-{
-    struct tlsm_tbuf *self = tlsm_th.buf;
-    for (struct tlsm_tbuf *b = bufs, *next; b; b = next) {
-        next = b->next;
-        if (mapped)
-            tlsm_tmap_unmap(b->data);
-        if (b == self)
-            continue;
-        if (!mapped)
-            free(b->data);
-        free(b);
-    }
-    bufs = self;
-    if (self) {
-        if (mapped)
-            self->data = NULL, self->cap = 0;
-        self->next = NULL;
-        self->used = self->pending = self->written = self->dropped = 0;
-        atomic_store(&self->lock, 0);
-    }
-    atomic_store(&retired_written, 0);
-    atomic_store(&retired_dropped, 0);
-    atomic_store(&warnings, 0);
-    atomic_store(&direct_lines, 0);
-    atomic_store(&nearly_warn, 0);
-}
-
-/* Create the child's file now, with the credentials of the parent (a worker that drops
- * privileges later could not). If that fails, the parent's trace gets the warning. */
-static void child_file(int parent_fd, bool parent_mapped, bool parent_open)
-{
-    char why[PATH_MAX + 96], line[PATH_MAX + 256];
-    bool parent_pipe = fd_is_pipe;
-    expand_path(path, sizeof(path), true);
-    fd_is_pipe = false;
-    fd = create_file(path, sizeof(path));
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0) {
-        fd_dev = st.st_dev, fd_ino = st.st_ino;
-        trace_pid = getpid();
-        atomic_store(&state, ST_RESERVED);
-        return;
-    }
-    create_failed(why, sizeof(why));
-    if (fd >= 0)
-        close(fd), fd = -1;
-    if (parent_open) {
-        size_t n = warn_line(line, sizeof(line), why, true);
-        if (n)
-            put_direct(parent_fd, parent_mapped, parent_pipe, line, n);
-    }
-    atomic_store(&state, ST_OPEN); /* so that quiet() takes it */
-    tlsm_trace_quiet(why);
-}
-
-/* The child is a new process with one thread: its own file, its own counts. */
-void tlsm_trace_atfork_child(void)
-{
-    int s = atomic_load(&state), parent_fd = fd;
-    bool parent_mapped = mapped;
-    forget_parent_bufs();
-    fd = -1;
-    mapped = false;
-    fork_of = getppid();
-    quiet_reason[0] = 0;
-    pthread_mutex_init(&bufs_lock, NULL);
-    pthread_mutex_init(&open_lock, NULL);
-    if (allowed && (s == ST_OPEN || s == ST_UNOPENED || s == ST_RESERVED))
-        child_file(parent_fd, parent_mapped, s == ST_OPEN);
-    if (parent_fd >= 0)
-        close(parent_fd);
-    tlsm_tmap_detach();
+    return tlsm_tr_mapped ? "mmap" : "write";
 }

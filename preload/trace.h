@@ -53,6 +53,8 @@ void tlsm_trace_warn(const char *msg);
 /* For the end line: warn events written, the I/O mode (`mmap`, `write`), why the file
  * stopped growing (NULL: it did not). */
 uint64_t tlsm_trace_warnings(void);
+/* Bytes of the lines counted in `dropped` (that much trace is missing). */
+uint64_t tlsm_trace_dropped_bytes(void);
 const char *tlsm_trace_io(void);
 const char *tlsm_trace_io_error(void);
 /* Built by main.c: the end event's line (trace.c writes it last). */

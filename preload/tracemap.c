@@ -20,6 +20,8 @@
 #endif
 
 #define CHUNK_MIN (256 * 1024)
+/* Under RLIMIT_AS, a trace whose first chunk would be smaller is written with write(2). */
+#define TIGHT (64 * 1024)
 /* Blocks kept allocated past the cursor, so the end line (and a warning) still fit when the
  * disk is full: each chunk allocates this much beyond its end. */
 #define END_RESERVE (16 * 1024)
@@ -42,6 +44,54 @@ size_t tlsm_tmap_chunk_size(void)
         chunk = (CHUNK_MIN + page - 1) / page * page;
     }
     return chunk;
+}
+
+/* Address space this process has mapped (VmSize), from /proc/self/statm; 0: unknown. */
+static uint64_t vm_size(void)
+{
+    char buf[64];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    uint64_t pages = 0;
+    for (const char *c = buf; *c >= '0' && *c <= '9'; c++)
+        pages = pages * 10 + (uint64_t)(*c - '0');
+    return pages * page;
+}
+
+static uint64_t as_left; /* address space left under RLIMIT_AS at the last look */
+
+/* The next chunk's size. Without RLIMIT_AS: CHUNK_MIN. Under it, a 64th of the address
+ * space left (two chunks at most are mapped at once per thread while one is replaced), at
+ * least two lines; 0 when even that is more than a 64th: the trace gives up before the
+ * program's own mappings could fail for want of the space it holds. */
+static size_t chunk_for_limit(void)
+{
+    struct rlimit rl;
+    size_t c = tlsm_tmap_chunk_size(), least = (2 * 4096 + page - 1) / page * page;
+    if (getrlimit(RLIMIT_AS, &rl) || rl.rlim_cur == RLIM_INFINITY)
+        return c;
+    uint64_t used = vm_size();
+    as_left = used && used < rl.rlim_cur ? rl.rlim_cur - used : 0;
+    uint64_t fair = as_left / 64 / page * page;
+    if (fair < least)
+        return 0;
+    return fair < c ? (size_t)fair : c;
+}
+
+bool tlsm_tmap_tight(void)
+{
+    return chunk_for_limit() < TIGHT;
+}
+
+uint64_t tlsm_tmap_as_left(void)
+{
+    return as_left;
 }
 
 bool tlsm_tmap_active(void)
@@ -96,9 +146,9 @@ static uint64_t reserve(uint64_t size, bool aligned)
 
 /* A chunk that could not be had: the cursor goes back when no one reserved after it (so
  * the end reserve before it is next), else the range stays a gap. */
-static void give_back(uint64_t at)
+static void give_back(uint64_t at, size_t size)
 {
-    uint64_t end = at + chunk;
+    uint64_t end = at + size;
     if (!atomic_compare_exchange_strong(&sh->next, &end, at))
         tlsm_tmap_gap(at);
 }
@@ -110,41 +160,45 @@ static bool fits_fsize(uint64_t end)
     return getrlimit(RLIMIT_FSIZE, &rl) || rl.rlim_cur == RLIM_INFINITY || end <= rl.rlim_cur;
 }
 
-char *tlsm_tmap_chunk(int fd, uint64_t *off)
+char *tlsm_tmap_chunk(int fd, uint64_t *off, size_t *size)
 {
     if (!sh)
         return errno = EBADF, NULL;
-    if (!fits_fsize(atomic_load(&sh->next) + 2 * chunk + END_RESERVE))
+    size_t c = chunk_for_limit();
+    if (!c)
+        return errno = ENOMEM, NULL;
+    if (!fits_fsize(atomic_load(&sh->next) + 2 * c + END_RESERVE))
         return errno = EFBIG, NULL;
-    uint64_t at = reserve(chunk, true);
+    uint64_t at = reserve(c, true);
     int e;
-    if (fallocate(fd, 0, (off_t)at, (off_t)(chunk + END_RESERVE))) {
+    if (fallocate(fd, 0, (off_t)at, (off_t)(c + END_RESERVE))) {
         e = errno;
-        give_back(at);
+        give_back(at, c);
         return errno = e, NULL;
     }
-    char *p = mmap(NULL, chunk, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)at);
+    char *p = mmap(NULL, c, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)at);
     if (p == MAP_FAILED) {
         e = errno;
-        give_back(at);
+        give_back(at, c);
         return errno = e, NULL;
     }
     /* Take the write faults now, in this one call, not one per 4 KiB inside the copies;
      * EFAULT means a store would have raised SIGBUS (the filesystem found no space after
      * all, as copy-on-write ones may): give the chunk up. EINVAL: before Linux 5.14. */
-    if (madvise(p, chunk, MADV_POPULATE_WRITE) && errno == EFAULT) {
-        munmap(p, chunk);
-        give_back(at);
+    if (madvise(p, c, MADV_POPULATE_WRITE) && errno == EFAULT) {
+        munmap(p, c);
+        give_back(at, c);
         return errno = ENOSPC, NULL;
     }
     *off = at;
+    *size = c;
     return p;
 }
 
-void tlsm_tmap_unmap(char *p)
+void tlsm_tmap_unmap(char *p, size_t size)
 {
     if (p)
-        munmap(p, chunk);
+        munmap(p, size);
 }
 
 static bool pwrite_all(int fd, const char *p, size_t n, uint64_t at)

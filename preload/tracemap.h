@@ -8,17 +8,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Bytes of file a thread reserves and maps at a time (a multiple of the page size). */
+/* Bytes of file a thread reserves and maps at a time (a multiple of the page size), when
+ * RLIMIT_AS is unlimited; under it a chunk is at most a 64th of the address space left. */
 size_t tlsm_tmap_chunk_size(void);
+/* Address space left under RLIMIT_AS when the last chunk was sized (0: none or no limit). */
+uint64_t tlsm_tmap_as_left(void);
+/* RLIMIT_AS leaves room for chunks too small to be worth it (< 64 KiB): use write(2). */
+bool tlsm_tmap_tight(void);
 /* Start mapped mode on fd (a regular file of ours, opened O_RDWR, empty): reserves the first
  * chunk. False (errno set) when the filesystem cannot reserve blocks: write(2) mode then. */
 bool tlsm_tmap_start(int fd);
 /* Reserve the next chunk of the file, allocate its blocks and map it: NULL (errno set:
- * ENOSPC, EFBIG, ...) when the file cannot grow. *off is its file offset. */
-char *tlsm_tmap_chunk(int fd, uint64_t *off);
+ * ENOSPC, EFBIG, ENOMEM when RLIMIT_AS is near, ...) when the file cannot grow. *off is its
+ * file offset, *size its length. */
+char *tlsm_tmap_chunk(int fd, uint64_t *off, size_t *size);
 /* A chunk's data ends at off (its bytes after it stay zero): compaction starts there. */
 void tlsm_tmap_gap(uint64_t off);
-void tlsm_tmap_unmap(char *p);
+void tlsm_tmap_unmap(char *p, size_t size);
 /* Exit: squeeze the zeroed space out of the file, append the end line, cut the file to its
  * data. Only when no chunk is written any more. False (errno set) on an I/O error. */
 bool tlsm_tmap_finish(int fd, const char *end, size_t n);

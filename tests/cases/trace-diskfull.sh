@@ -2,7 +2,8 @@
 # trace-diskfull: the trace's filesystem fills up part way (a 768 KiB tmpfs, a download whose
 # trace needs more): the program is unharmed (same output, exit 0, no SIGBUS from a mapped
 # page), the trace holds whole lines only, its end line names the error (io_error) and
-# counts the dropped events, and stderr has one warning. Full from the start: no file left,
+# counts the dropped events (and their bytes), stderr has one warning, and the analyzer's
+# report says the disk was full and how much was dropped. Full from the start: no file left,
 # one warning. Needs root (mount).
 # tlsm-arch: x86_64
 # shellcheck source=tests/lib.sh
@@ -52,6 +53,15 @@ assert any(e["ev"] == "read" for e in ev), "no read kept"
 err = [l for l in open(sys.argv[2]) if l.startswith("tlsmeter:")]
 assert len(err) == 1 and "No space left" in err[0], err
 PY
+    # The report says what happened: the disk was full, how much trace was lost; not "full
+    # trace buffers", not "process killed".
+    "$O/tlsmeter-analyze" "${TRACES[0]}" >"$d/full.report" 2>&1
+    if grep -Eq "[0-9]+ events \([0-9.]+ [KMG]?i?B of trace\) were dropped: the trace's disk was full \(No space left on device\)" "$d/full.report" &&
+        ! grep -Eq "full trace buffers|process killed|cut short" "$d/full.report"; then
+        pass "trace-diskfull part way: the report says the disk was full and how much was dropped"
+    else
+        fail "trace-diskfull part way: the report does not name the full disk: $(grep -i "drop\|cut\|full" "$d/full.report" | head -c 400)"
+    fi
 fi
 rm -f "$mnt"/t.*
 

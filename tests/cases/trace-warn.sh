@@ -3,7 +3,8 @@
 # /dev/null. A traced Python client downloads (its trace opens), points descriptor 2 at
 # /dev/null, lowers RLIMIT_NOFILE and fills it up, and forks: the child cannot
 # create its own trace (EMFILE), so its warning must be a `warn` event (with the child's pid)
-# in the parent's trace, and the report must show it. The parent's trace stays whole.
+# in the parent's trace, counted in the parent's end.events, and the report must show it.
+# The parent's trace stays whole.
 # tlsm-arch: x86_64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -67,6 +68,10 @@ w = [e for e in ev if e["ev"] == "warn"]
 assert ev[0]["ev"] == "header" and ev[-1]["ev"] == "end", "not a whole trace"
 assert any(e.get("pid") == int(sys.argv[2]) and "RLIMIT_NOFILE" in e["msg"] for e in w), w
 PY
+# The child's line is counted in the parent's end.events (tracecheck: events == lines
+# before end), so a trace with a child's warning is as consistent as any other.
+check "trace-warn: the parent's trace with the child's line passes tracecheck (end.events counts it)" \
+    "$TLSM_PY" "$TLSM_TOP/tests/tools/tracecheck.py" "${TRACES[0]}" --pid "$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p;q' "${TRACES[0]}")"
 if "$O/tlsmeter-analyze" "${TRACES[0]}" 2>/dev/null | grep -q "tlsmeter warned 1 time: no trace .*RLIMIT_NOFILE"; then
     pass "trace-warn: the report shows the warning"
 else

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # trust-contention: crypto time is on-CPU time. A 256 MiB hardware-AES download (our C client,
 # openssl s_server, loopback) with client and server pinned to one CPU (a single-core board),
-# alone and beside a busy process on the same CPU: from the traces themselves (tests/tools/cputime_check.py), ns/B within 25 % and crypto
-# share within 7 points of the lone run, shares <= 100 %. Then the fallbacks: perf_event_open
+# alone and beside a busy process on the same CPU: from the traces themselves
+# (tests/tools/cputime_check.py), ns/B within 25 % (or, when the co-runner slowed the process
+# itself, within 10 % of its own CPU change) and crypto share within 7 points of the lone run,
+# shares <= 100 %. Then the fallbacks: perf_event_open
 # refused (seccomp, EACCES) gives rseq, rseq disabled in glibc gives wall, both with a reason;
 # forced TLSMETER_CPUTIME values; an unprivileged user; a fork child's own page; no descriptor
 # held per thread.

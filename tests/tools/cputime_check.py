@@ -86,9 +86,14 @@ def compare(alone, others, min_flagged):
         c = figures(path)
         print("contended  " + show(c))
         ratio = c["nspb"] / a["nspb"]
-        if not 0.75 <= ratio <= 1.25:
-            bad.append("%s: ns/B %.4f is %.2fx the lone run's %.4f (want within 25 %%)"
-                       % (path, c["nspb"], ratio, a["nspb"]))
+        # A co-runner can slow the process itself (shared caches, an SMT sibling on the host):
+        # then its CPU time rises too, and ns/B following it is the truth, not wall time
+        # leaking in. Wall-time leakage inflates ns/B while the process's CPU stays put.
+        cpu_ratio = c["cpu_s"] / a["cpu_s"] if a["cpu_s"] > 0 else 1.0
+        if not 0.75 <= ratio <= 1.25 and not (cpu_ratio > 1 and ratio / cpu_ratio <= 1.10):
+            bad.append("%s: ns/B %.4f is %.2fx the lone run's %.4f (want within 25 %%, or within"
+                       " 10 %% of the process's own CPU change, %.2fx)"
+                       % (path, c["nspb"], ratio, a["nspb"], cpu_ratio))
         if abs(c["share"] - a["share"]) > 7:
             bad.append("%s: crypto share %.1f %% vs %.1f %% alone (want within 7 points)"
                        % (path, c["share"], a["share"]))
