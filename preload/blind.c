@@ -8,6 +8,7 @@
 #include "caps.h"
 #include "clock.h"
 #include "elfdyn.h"
+#include "got.h"
 #include "json.h"
 #include "log.h"
 #include "thread.h"
@@ -341,7 +342,8 @@ static int collect_pairs(void)
             const struct tlsm_fwd_entry *e = atomic_load(&h->slot[s]);
             struct tlsm_obj *c = e ? tlsm_obj_of((const void *)e->start) : NULL;
             struct tlsm_obj *t = e ? e->target : NULL;
-            if (!c || !t || !t->lib_id) /* only forwards into OpenSSL instances */
+            /* only forwards into OpenSSL instances; patched callers: got.c writes theirs */
+            if (!c || !t || !t->lib_id || tlsm_got_patched(c))
                 continue;
             int k = 0;
             while (k < np && !(pairs[k].from == c && pairs[k].to == t))
@@ -393,6 +395,8 @@ void tlsm_blind_at_exit(void)
                   b->path, b->version[0] ? b->version : "OpenSSL", words);
     }
     int np = collect_pairs();
+    if (tlsm_trace_generation() && tlsm_trace_ready()) /* a trace some instance opened */
+        tlsm_got_write_fwd();
     /* Forwards into an instance opened the trace already (its lib event); blind objects
      * open it here: a process whose only TLS is blind still gets a trace that says so. */
     if ((!nfound && !np) || !tlsm_trace_ready())

@@ -16,6 +16,7 @@ struct tlsm_config tlsm_cfg = {
     .reads = true,
     .records = true,
     .crypto = TLSM_MODE_NATIVE,
+    .patch = true,
 };
 
 enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE, OPT_CHOICE };
@@ -60,6 +61,10 @@ static const struct opt opts[] = {
      "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
      "wall), perf, rseq, wall",
      &tlsm_cfg.cputime},
+    {"TLSMETER_PATCH", OPT_BOOL, "1",
+     "1: reach OpenSSL calls that bind past the hooks (rewrite the GOT slots an RTLD_DEEPBIND "
+     "dlopen bound); 0: leave every object as loaded, blind spots are only named",
+     &tlsm_cfg.patch},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };

@@ -225,6 +225,11 @@ static const char *dyn_string(const struct link_map *lm, ElfW(Sxword) tag, const
     return NULL;
 }
 
+const char *tlsm_elf_rpath(const struct link_map *lm)
+{
+    return dyn_string(lm, DT_RPATH, NULL);
+}
+
 const char *tlsm_elf_soname(const struct link_map *lm)
 {
     return dyn_string(lm, DT_SONAME, NULL);

@@ -28,6 +28,8 @@ struct tlsm_elf_flags {
 };
 struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm);
 
+/* Its DT_RPATH (the old tag the loader also applies to what its dependents load), or NULL. */
+const char *tlsm_elf_rpath(const struct link_map *lm);
 /* Its DT_SONAME, NULL if it has none. */
 const char *tlsm_elf_soname(const struct link_map *lm);
 /* Does it name soname in a DT_NEEDED entry? */

@@ -1,6 +1,7 @@
 /* main.c: libtlsmeter.so's life: set-up in the constructor (hooks stay inert until it is
  * done), fork handling, and the end event at exit. */
 #include "blind.h"
+#include "got.h"
 #include "clock.h"
 #include "config.h"
 #include "cputime.h"
@@ -29,6 +30,7 @@ _Atomic bool tlsm_active;
 static void locks(bool take)
 {
     if (take) {
+        tlsm_got_atfork(true); /* first: held across a dlopen, whose constructors take the rest */
         tlsm_backend_atfork(true);
         tlsm_stack_atfork(true);
         tlsm_trace_atfork_prepare(); /* open lock, then its buffers */
@@ -41,6 +43,7 @@ static void locks(bool take)
         tlsm_thread_atfork(false);
         tlsm_stack_atfork(false);
         tlsm_backend_atfork(false);
+        tlsm_got_atfork(false);
     }
 }
 

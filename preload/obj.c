@@ -220,6 +220,8 @@ static void write_lib_event(struct tlsm_obj *o)
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
     tlsm_json_raw(&j, "caps", caps);
     tlsm_json_str(&j, "role", "app");
+    if (o->reach)
+        tlsm_json_str(&j, "reach", o->reach);
     if (o->old_abi)
         tlsm_json_str(&j, "left_alone", o->foreign ? "other_tls" : "openssl_1");
     size_t n = tlsm_json_end(&j, line);

@@ -52,6 +52,9 @@ struct tlsm_obj {
     _Atomic uint64_t hooks_into;
     struct tlsm_api api;
     bool stale;       /* dlclose() happened since: do not reuse for new callers */
+    /* Issue 15: how calls that ordinary interposition misses reach the hooks ("got": some
+     * caller's GOT slots were rewritten); NULL: only through the linker's own binding. */
+    const char *reach;
     unsigned lib_gen; /* trace file generation its lib line was written to */
 };
 

@@ -5,6 +5,7 @@
  *    RTLD_LOCAL, invisible to RTLD_NEXT;
  * 3. never our own hook. Answers are cached per (function, caller object). */
 #include "resolve.h"
+#include "got.h"
 #include "log.h"
 #include "obj.h"
 
@@ -187,7 +188,10 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
     struct tlsm_fwd fwd = {NULL, NULL};
     if (caller) {
         const char *ver = caller->want[id];
-        fwd.fn = lookup_next(name, ver);
+        /* Issue 15: a caller whose GOT slot was rewritten goes where the slot went. */
+        fwd.fn = tlsm_got_answer(id, caller);
+        if (!fwd.fn)
+            fwd.fn = lookup_next(name, ver);
         if (!fwd.fn)
             fwd.fn = lookup_in_scope(caller, name, ver);
     }

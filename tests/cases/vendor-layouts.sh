@@ -36,7 +36,7 @@ LAYOUTS=(
     "1-vendor-first|first||visible|"
     "2-system-first|sysfirst||visible|"
     "3-plugin-local|plugin|-l $V/first/libvendor.so|visible|"
-    "3d-plugin-deepbind|plugin|-d -l $V/first/libvendor.so|blind:got_elsewhere|"
+    "3d-plugin-deepbind|plugin|-d -l $V/first/libvendor.so|visible|"
     "4-versioned|versioned||visible|"
     "5-symbolic|symbolic||blind:symbolic|"
     "6-hidden|hidden||blind:no_exports|"
@@ -102,6 +102,8 @@ run_layout() {
 
 for l in "${LAYOUTS[@]}"; do
     IFS='|' read -r name dir args expect extra <<<"$l"
+    # TLSM_VENDOR_LAYOUTS=regex: only the matching layouts (a quicker run while working).
+    [[ $name =~ ${TLSM_VENDOR_LAYOUTS:-.} ]] || continue
     # vclient -d itself dlopens RTLD_DEEPBIND, which ASan's dlopen refuses (it dies).
     if [[ $args == *-d* && ${TLSM_SAN:-} == *address* ]]; then
         skip "vendor $name: vclient -d dlopens RTLD_DEEPBIND, which ASan refuses" \
@@ -199,4 +201,3 @@ assert any(v["id"] == "blind-copy" for v in d["verdicts"]), d["verdicts"]' "$d/$
 blind_report 5-symbolic-s symbolic "linked -Bsymbolic"
 blind_report 5-symbolic symbolic "linked -Bsymbolic"
 blind_report 6-hidden no_exports "exports no OpenSSL symbol"
-blind_report 3d-plugin-deepbind got_elsewhere "bound past tlsmeter"
