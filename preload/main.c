@@ -65,6 +65,7 @@ static void atfork_child(void)
 }
 
 static size_t end_line(char *buf, size_t cap);
+void tlsm_table_reach_init(void); /* hooks/hook_table.c */
 
 __attribute__((constructor)) static void tlsm_start(void)
 {
@@ -90,6 +91,7 @@ __attribute__((constructor)) static void tlsm_start(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     tlsm_trace_allow();
     atomic_store(&tlsm_active, true);
+    tlsm_table_reach_init(); /* issue 15: copies only their provider tables reach */
     tlsm_backend_early();
 }
 

@@ -11,8 +11,10 @@
 
 #if defined(__x86_64__)
 #include "arch/x86_64/counter.h"
+#define TLSM_ARCH_R_RELATIVE 8 /* R_X86_64_RELATIVE: base + addend */
 #elif defined(__aarch64__)
 #include "arch/aarch64/counter.h"
+#define TLSM_ARCH_R_RELATIVE 1027 /* R_AARCH64_RELATIVE */
 #else
 #error "tlsmeter supports x86_64 and aarch64 (preload/arch/)"
 #endif

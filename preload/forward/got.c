@@ -140,12 +140,12 @@ static int new_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* The protection the loader left on the page of addr: read-only inside PT_GNU_RELRO (whole
  * pages, as _dl_protect_relro rounds), else its PT_LOAD segment's flags. */
-static int page_prot(const struct got_obj *g, uintptr_t addr)
+static int page_prot(const ElfW(Phdr) * phdr, int phnum, uintptr_t base, uintptr_t addr)
 {
-    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), page = addr & ~(ps - 1), base = g->lm->l_addr;
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), page = addr & ~(ps - 1);
     int prot = -1;
-    for (int i = 0; i < g->phnum; i++) {
-        const ElfW(Phdr) *ph = &g->phdr[i];
+    for (int i = 0; i < phnum; i++) {
+        const ElfW(Phdr) *ph = &phdr[i];
         uintptr_t lo = base + ph->p_vaddr, hi = lo + ph->p_memsz;
         if (ph->p_type == PT_GNU_RELRO && page >= (lo & ~(ps - 1)) && page < (hi & ~(ps - 1)))
             return PROT_READ;
@@ -158,10 +158,11 @@ static int page_prot(const struct got_obj *g, uintptr_t addr)
 
 /* One aligned pointer store (a concurrent caller sees the old or the new target), inside an
  * mprotect of its page when RELRO made it read-only, which is restored after. */
-static bool write_slot(const struct got_obj *g, uintptr_t addr, uintptr_t val)
+bool tlsm_got_write_ptr(const ElfW(Phdr) * phdr, int phnum, uintptr_t base, uintptr_t addr,
+                        uintptr_t val)
 {
     uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), page = addr & ~(ps - 1);
-    int prot = page_prot(g, addr);
+    int prot = page_prot(phdr, phnum, base, addr);
     if (prot < 0 || (addr & (sizeof(void *) - 1)))
         return false;
     if (!(prot & PROT_WRITE) && mprotect((void *)page, ps, prot | PROT_WRITE) != 0)
@@ -176,7 +177,8 @@ static void apply(struct got_obj *g, bool hooks)
 {
     for (int i = 0; i < g->nslots; i++) {
         struct got_slot *s = &g->slot[i];
-        write_slot(g, s->addr, hooks ? (uintptr_t)hook_addr[s->id] : s->orig);
+        tlsm_got_write_ptr(g->phdr, g->phnum, g->lm->l_addr, s->addr,
+                           hooks ? (uintptr_t)hook_addr[s->id] : s->orig);
     }
     g->applied = hooks;
 }

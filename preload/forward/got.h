@@ -6,6 +6,7 @@
 
 #include "forward/resolve.h"
 
+#include <link.h>
 #include <stdbool.h>
 
 struct tlsm_obj;
@@ -29,5 +30,10 @@ void tlsm_got_write_fwd(void);
 void tlsm_got_before_dlclose(void *handle);
 void tlsm_got_after_dlclose(void *handle);
 void tlsm_got_atfork(bool take);
+/* One aligned pointer store at addr in the object whose program headers and load base are
+ * given, inside an mprotect of its page when the loader made it read-only (RELRO), restored
+ * after. False (nothing written) when addr is in none of its segments or misaligned. */
+bool tlsm_got_write_ptr(const ElfW(Phdr) * phdr, int phnum, uintptr_t base, uintptr_t addr,
+                        uintptr_t val);
 
 #endif

@@ -271,6 +271,40 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     tlsm_th.guard--;
 }
 
+/* Issue 15: a copy reached by other means than interposition (its provider tables) may export
+ * nothing: then it gets its lib line here, version from the text it carries, no api (tlsmeter
+ * calls none of its functions). */
+void tlsm_obj_describe_reached(struct tlsm_obj *o, const char *reach, const char *version)
+{
+    if (!o->reach)
+        o->reach = reach;
+    tlsm_obj_describe(o);
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    if (o->lib_id || o->old_abi)
+        return;
+    pthread_mutex_lock(&lock);
+    if (!o->lib_id) {
+        snprintf(o->version, sizeof(o->version), "%s", version);
+        o->major = !strncmp(version, "OpenSSL 3.", 10) ? 3 : 0;
+        o->has_crypto = true; /* it holds libcrypto, exported or not */
+        tlsm_th.guard++;
+        o->lib_id = tlsm_next_lib_id();
+        if (tlsm_trace_ready())
+            write_lib_event(o);
+        tlsm_th.guard--;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+const char *tlsm_obj_reach_of(const struct link_map *lm)
+{
+    int n = atomic_load_explicit(&nobjs, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (objs[i].lm == lm && !objs[i].stale && objs[i].reach)
+            return objs[i].reach;
+    return NULL;
+}
+
 size_t tlsm_obj_end_json(char *buf, size_t cap)
 {
     size_t n = (size_t)snprintf(buf, cap, "[");

@@ -63,6 +63,11 @@ struct tlsm_obj {
 struct tlsm_obj *tlsm_obj_of(const void *addr);
 /* First time a hook forwards into o: learn what it is, write its lib event. */
 void tlsm_obj_describe(struct tlsm_obj *o);
+/* Issue 15: o is reached as reach says ("table", ...): describe it, also when it exports no
+ * OpenSSL name (then version is the text found in it). */
+void tlsm_obj_describe_reached(struct tlsm_obj *o, const char *reach, const char *version);
+/* How the registered object lm is reached (its reach), NULL: by interposition or not at all. */
+const char *tlsm_obj_reach_of(const struct link_map *lm);
 void tlsm_obj_mark_stale(void);
 /* For the end event: every described instance with the hooks that resolved into it. */
 size_t tlsm_obj_end_json(char *buf, size_t cap);
