@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# vendor-reach: issue 15, the copies tlsmeter reaches past LD_PRELOAD, beyond what
+# vendor-layouts checks. (1) A copy whose provider tables do not have OpenSSL 3.0's shape (the
+# stripped --exclude-libs vendor library with one function id of its AES-256-GCM table changed,
+# tests/vendor/alter_table.py) is left alone: one notice naming the table, no reach, still
+# named blind, output unchanged. (2) Tamper: a proxy flips one ciphertext byte of a response
+# record; through a copy reached by its tables (stripped, and masked to table AES) and by its
+# rewritten GOT (RTLD_DEEPBIND plugin), natively and with TLSMETER_CRYPTO=hw and =soft, vclient
+# must fail exactly as without tlsmeter, and the trace must show the rejected record.
+# tlsm-arch: x86_64 aarch64
+# shellcheck source=tests/lib.sh
+. "$TLSM_TOP/tests/lib.sh"
+# shellcheck source=tests/lib-tls.sh
+. "$TLSM_TOP/tests/lib-tls.sh"
+d=$(case_dir)
+tls_init "$d"
+tls_need_preload vendor-reach
+V=$O/vendor
+if ! out=$("$TLSM_TOP/tests/vendor/build" "$V" 2>&1); then
+    if echo "$out" | grep -q 'libssl-dev\|static archives'; then
+        skip "vendor-reach: $out"
+    else
+        fail "vendor-reach: fixtures did not build: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+    fi
+    exit 0
+fi
+tls_make_file big.bin $((2 * 1024 * 1024 + 99))
+want_sha=$(tls_sha "$TLS_WWW/big.bin")
+if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
+    fail "vendor-reach: openssl s_server did not start"
+    exit 0
+fi
+
+# (1) The altered table.
+A=$d/altered
+mkdir -p "$A"
+if ! msg=$("$TLSM_PY" "$TLSM_TOP/tests/vendor/alter_table.py" "$V/stripall/libvendor.so" \
+    "$A/libvendor.so" 2>&1); then
+    fail "vendor-reach altered: $msg"
+else
+    cp "$V/stripall/vclient" "$A/vclient"
+    cmd=("$A/vclient" -p "$TLS_PORT" -c "$TLS_CERT" -f big.bin)
+    tls_run "$d/alt.plain" "" "${cmd[@]}"
+    tls_run "$d/alt.traced" "$d/alt.%p.jsonl" "${cmd[@]}"
+    tls_traces "$d/alt.*.jsonl"
+    if ! why=$(tls_same_run x "$d/alt.plain" "$d/alt.traced"); then
+        fail "vendor-reach altered: $why"
+    elif ! grep -q "sha256=$want_sha" "$d/alt.traced.out"; then
+        fail "vendor-reach altered: wrong body: $(head -c 200 "$d/alt.traced.out")"
+    elif ! grep -q "^tlsmeter: .*altered/libvendor.so holds OpenSSL 3.*provider tables do not have OpenSSL 3.0's shape (AES-256-GCM dispatch table at +0x[0-9a-f]*: entry [0-9]* has function id 15" "$d/alt.traced.err"; then
+        fail "vendor-reach altered: no notice naming the altered table: $(grep -m2 '^tlsmeter:' "$d/alt.traced.err" | head -c 400)"
+    elif [ "${#TRACES[@]}" -ne 1 ]; then
+        fail "vendor-reach altered: ${#TRACES[@]} traces, want 1"
+    else
+        tls_check "vendor-reach altered: ${msg%% (*}; left alone (notice, no records, blind)" \
+            "$TLSM_PY" - "${TRACES[0]}" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert not [e for e in ev if e["ev"] == "rec"], "records from a copy that was to be left alone"
+assert not [e for e in ev if e["ev"] == "lib" and e.get("reach")], "a lib event with reach"
+b = [e for e in ev if e["ev"] == "blind" and e["path"].endswith("altered/libvendor.so")]
+assert b and "no_exports" in b[0]["reasons"], "no blind event for the altered copy: %r" % b
+PY
+    fi
+fi
+
+# (2) Tamper through reached copies.
+if ! tls_proxy_start 1.3; then
+    fail "vendor-reach tamper: tamper proxy did not start: $(head -c 300 "$PROXY_LOG")"
+    exit 0
+fi
+TAMPER=(
+    "table|$V/stripall/vclient|"
+    "table-masked|$V/stripall/vclient|-m"
+    "got|$V/plugin/vclient|-d -l $V/first/libvendor.so"
+)
+for t in "${TAMPER[@]}"; do
+    IFS='|' read -r name prog args <<<"$t"
+    if [[ $args == *-d* && ${TLSM_SAN:-} == *address* ]]; then
+        skip "vendor-reach tamper $name: vclient -d dlopens RTLD_DEEPBIND, which ASan refuses (google/sanitizers#611)"
+        continue
+    fi
+    # shellcheck disable=SC2206
+    cmd=("$prog" -p "$PROXY_PORT" -c "$TLS_CERT" -f big.bin $args)
+    p=$d/tamper-$name
+    tls_run "$p.plain" "" "${cmd[@]}"
+    if [ "$(cat "$p.plain.rc")" = 0 ]; then
+        fail "vendor-reach tamper $name: vclient accepted a tampered record without the preload (test is broken)"
+        continue
+    fi
+    for mode in native hw soft; do
+        if ! tls_mode_ok "$mode"; then
+            skip "vendor-reach tamper $name $mode: $TLS_MODE_SKIP"
+            continue
+        fi
+        n0=$(tls_proxy_flips)
+        TLS_ENV=(TLSMETER_CRYPTO=$mode)
+        tls_run "$p.$mode" "$p.$mode.%p.jsonl" "${cmd[@]}"
+        TLS_ENV=()
+        tls_traces "$p.$mode.*.jsonl"
+        if [ "$(tls_proxy_flips)" -ne $((n0 + 1)) ]; then
+            fail "vendor-reach tamper $name $mode: the proxy flipped $(($(tls_proxy_flips) - n0)) records, want 1"
+        elif ! why=$(tls_same_run x "$p.plain" "$p.$mode"); then
+            fail "vendor-reach tamper $name $mode: $why"
+        elif [ "${#TRACES[@]}" -ne 1 ]; then
+            fail "vendor-reach tamper $name $mode: ${#TRACES[@]} traces, want 1"
+        else
+            TLS_PASS_NOTE="exit $(cat "$p.plain.rc") as without tlsmeter" \
+                tls_check "vendor-reach tamper $name $mode" "$TLSM_PY" - "${TRACES[0]}" "$mode" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+bad = [e for e in ev if e["ev"] == "rec" and e["tag_ok"] is False]
+assert len(bad) == 1, "want one rec with tag_ok false, got %d" % len(bad)
+assert bad[0]["path"] == sys.argv[2], "rejected record on path %s" % bad[0]["path"]
+libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
+reach = [l.get("reach") for l in libs.values() if l.get("role", "app") == "app"]
+assert any(reach), "no lib event with reach: %r" % reach
+PY
+        fi
+    done
+done
