@@ -28,15 +28,20 @@ static const struct {
 };
 #define NKNOWN ((int)(sizeof(known) / sizeof(known[0])))
 
-/* Which loaded segment holds [addr, addr + len): 1 read-only data, 2 code, 3 writable, 0 none. */
+/* The flags (PF_R | PF_W | PF_X) of the loaded segment that holds [addr, addr + len), 0 if
+ * none does. Read-only data may share the code's segment (aarch64 links without
+ * -z separate-code): strings are looked for in every segment that is not writable. */
+enum { SEG_TEXT = 1, SEG_CODE = 2, SEG_DATA = 4 };
 static int seg_kind(const struct tlsm_table_copy *c, uintptr_t addr, size_t len)
 {
     for (int i = 0; i < c->phnum; i++) {
         const ElfW(Phdr) *ph = &c->phdr[i];
         uintptr_t lo = c->lm->l_addr + ph->p_vaddr;
-        if (ph->p_type != PT_LOAD || addr < lo || addr + len > lo + ph->p_memsz || addr + len < addr)
+        if (ph->p_type != PT_LOAD || addr < lo || addr + len > lo + ph->p_memsz ||
+            addr + len < addr)
             continue;
-        return (ph->p_flags & PF_X) ? 2 : (ph->p_flags & PF_W) ? 3 : 1;
+        return ((ph->p_flags & PF_W) ? 0 : SEG_TEXT) | ((ph->p_flags & PF_X) ? SEG_CODE : 0) |
+               ((ph->p_flags & PF_X) ? 0 : SEG_DATA);
     }
     return 0;
 }
@@ -47,7 +52,7 @@ static uintptr_t find_string(const struct tlsm_table_copy *c, const char *s)
     size_t n = strlen(s) + 1;
     for (int i = 0; i < c->phnum; i++) {
         const ElfW(Phdr) *ph = &c->phdr[i];
-        if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_W | PF_X)) || !(ph->p_flags & PF_R))
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
             continue;
         const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
         for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), s, n)); q++)
@@ -63,7 +68,7 @@ static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
     buf[0] = 0;
     for (int i = 0; i < c->phnum && !buf[0]; i++) {
         const ElfW(Phdr) *ph = &c->phdr[i];
-        if (ph->p_type != PT_LOAD || (ph->p_flags & (PF_W | PF_X)))
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
             continue;
         const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
         for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), "OpenSSL 3.", 10));
@@ -144,25 +149,25 @@ static int ref_cb(uintptr_t where, uintptr_t value, void *arg)
 
 /* The dispatch array at d: fourteen distinct ids 1..14, functions in the object's code, then
  * {0, NULL}. Fills t; false with why on any difference. */
-static bool check_dispatch(const struct tlsm_table_copy *c, uintptr_t d, struct tlsm_cipher_table *t,
-                           char *why, size_t cap)
+static bool check_dispatch(const struct tlsm_table_copy *c, uintptr_t d,
+                           struct tlsm_cipher_table *t, char *why, size_t cap)
 {
     unsigned seen = 0;
     int k = 0;
     for (;; k++) {
         uintptr_t e = d + (uintptr_t)k * 16;
-        int kind = seg_kind(c, e, 16); /* data: read-only, or RELRO inside the RW segment */
-        if (k > 2 * TLSM_TBL_FN_MAX || (kind != 1 && kind != 3))
+        /* data: read-only, or RELRO inside the RW segment */
+        if (k > 2 * TLSM_TBL_FN_MAX || !(seg_kind(c, e, 16) & SEG_DATA))
             return snprintf(why, cap, "no {0, NULL} end within %d entries", k), false;
         int id = *(const int *)e;
         uintptr_t fn = *(const uintptr_t *)(e + 8);
         if (!id && !fn)
             break;
         if (id < 1 || id > TLSM_TBL_FN_MAX || (seen & (1u << id)))
-            return snprintf(why, cap, "entry %d has function id %d (want 1..%d, each once)", k,
-                            id, TLSM_TBL_FN_MAX),
+            return snprintf(why, cap, "entry %d has function id %d (want 1..%d, each once)", k, id,
+                            TLSM_TBL_FN_MAX),
                    false;
-        if (seg_kind(c, fn, 1) != 2)
+        if (!(seg_kind(c, fn, 1) & SEG_CODE))
             return snprintf(why, cap, "entry %d (id %d) points outside its code", k, id), false;
         seen |= 1u << id;
         t->orig[id] = (void (*)(void))fn;
@@ -190,8 +195,9 @@ int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *
             const char *prop = *(const char *const *)(w + 8);
             uintptr_t disp = *(const uintptr_t *)(w + 16);
             /* Only the default provider's OSSL_ALGORITHM: property "provider=default". */
-            if (seg_kind(c, (uintptr_t)prop, 17) != 1 || strcmp(prop, "provider=default") ||
-                (disp & 7) || !seg_kind(c, disp, 16))
+            if (!(seg_kind(c, (uintptr_t)prop, 17) & SEG_TEXT) ||
+                strcmp(prop, "provider=default") || (disp & 7) ||
+                !(seg_kind(c, disp, 16) & SEG_DATA))
                 continue;
             struct tlsm_cipher_table *t = &out[n];
             memset(t, 0, sizeof(*t));

@@ -114,8 +114,8 @@ static int native_update(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,
                          const unsigned char *in, int inl)
 {
     size_t o = 0;
-    int r = ORIG(cur.s, update_fn, OSSL_FUNC_CIPHER_UPDATE)(ctx, out, &o, cur.outsize, in,
-                                                            (size_t)inl);
+    int r =
+        ORIG(cur.s, update_fn, OSSL_FUNC_CIPHER_UPDATE)(ctx, out, &o, cur.outsize, in, (size_t)inl);
     *outl = (int)o;
     return r;
 }
@@ -257,9 +257,9 @@ WRAPSET(11)
 typedef void (*any_fn)(void);
 /* Per slot, by function id; written in this order (tracking starts at decrypt_init, so
  * everything that ends it or feeds it is in place first). */
-static const int order[] = {OSSL_FUNC_CIPHER_FREECTX, OSSL_FUNC_CIPHER_ENCRYPT_INIT,
+static const int order[] = {OSSL_FUNC_CIPHER_FREECTX,        OSSL_FUNC_CIPHER_ENCRYPT_INIT,
                             OSSL_FUNC_CIPHER_SET_CTX_PARAMS, OSSL_FUNC_CIPHER_UPDATE,
-                            OSSL_FUNC_CIPHER_FINAL, OSSL_FUNC_CIPHER_DECRYPT_INIT};
+                            OSSL_FUNC_CIPHER_FINAL,          OSSL_FUNC_CIPHER_DECRYPT_INIT};
 #define W(i)                                                                                       \
     {                                                                                              \
         [OSSL_FUNC_CIPHER_FREECTX] = (any_fn)free_##i,                                             \
@@ -269,9 +269,8 @@ static const int order[] = {OSSL_FUNC_CIPHER_FREECTX, OSSL_FUNC_CIPHER_ENCRYPT_I
         [OSSL_FUNC_CIPHER_FINAL] = (any_fn)final_##i,                                              \
         [OSSL_FUNC_CIPHER_DECRYPT_INIT] = (any_fn)dinit_##i,                                       \
     }
-static const any_fn wraps[MAX_TSLOTS][TLSM_TBL_FN_MAX + 1] = {W(0), W(1), W(2), W(3),
-                                                               W(4), W(5), W(6), W(7),
-                                                               W(8), W(9), W(10), W(11)};
+static const any_fn wraps[MAX_TSLOTS][TLSM_TBL_FN_MAX + 1] = {W(0), W(1), W(2), W(3), W(4),  W(5),
+                                                              W(6), W(7), W(8), W(9), W(10), W(11)};
 
 static bool install(struct tslot *s, int i)
 {

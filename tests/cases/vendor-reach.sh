@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # vendor-reach: issue 15, the copies tlsmeter reaches past LD_PRELOAD, beyond what
-# vendor-layouts checks. (1) A copy whose provider tables do not have OpenSSL 3.0's shape (the
+# vendor-layouts checks (and on aarch64 too, cross-built from the sysroot's archives under
+# make check-aarch64). (0) The stripped --exclude-libs,ALL vendor library is measured through
+# its provider tables: records of the whole body from its lib (reach "table"), masked (-m) its
+# records ran table AES, with TLSMETER_CRYPTO=hw they are all rerouted; output unchanged.
+# (1) A copy whose provider tables do not have OpenSSL 3.0's shape (the
 # stripped --exclude-libs vendor library with one function id of its AES-256-GCM table changed,
 # tests/vendor/alter_table.py) is left alone: one notice naming the table, no reach, still
 # named blind, output unchanged. (2) Tamper: a proxy flips one ciphertext byte of a response
@@ -16,6 +20,7 @@ d=$(case_dir)
 tls_init "$d"
 tls_need_preload vendor-reach
 V=$O/vendor
+under_qemu && export VENDOR_SYSROOT=$TLSM_SYSROOT
 if ! out=$("$TLSM_TOP/tests/vendor/build" "$V" 2>&1); then
     if echo "$out" | grep -q 'libssl-dev\|static archives'; then
         skip "vendor-reach: $out"
@@ -30,6 +35,57 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     fail "vendor-reach: openssl s_server did not start"
     exit 0
 fi
+
+# (0) Measured through its tables.
+MEASURE=(
+    "native||native|"
+    "masked|-m|native|table"
+    "masked-hw|-m|hw|"
+)
+for m in "${MEASURE[@]}"; do
+    IFS='|' read -r name args mode aes <<<"$m"
+    if ! tls_mode_ok "$mode"; then
+        skip "vendor-reach measured $name: $TLS_MODE_SKIP"
+        continue
+    fi
+    # shellcheck disable=SC2206
+    cmd=("$V/stripall/vclient" -p "$TLS_PORT" -c "$TLS_CERT" -f big.bin $args)
+    p=$d/m-$name
+    tls_run "$p.plain" "" "${cmd[@]}"
+    TLS_ENV=(TLSMETER_CRYPTO=$mode)
+    tls_run "$p.traced" "$p.%p.jsonl" "${cmd[@]}"
+    TLS_ENV=()
+    tls_traces "$p.*.jsonl"
+    if ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
+        fail "vendor-reach measured $name: $why"
+    elif ! grep -q "sha256=$want_sha" "$p.traced.out"; then
+        fail "vendor-reach measured $name: wrong body: $(head -c 200 "$p.traced.out")"
+    elif [ "${#TRACES[@]}" -ne 1 ]; then
+        fail "vendor-reach measured $name: ${#TRACES[@]} traces, want 1"
+    else
+        tls_check "vendor-reach measured $name ($(target_arch), $mode)" "$TLSM_PY" - "${TRACES[0]}" \
+            "$mode" "$aes" "$((2 * 1024 * 1024 + 99))" <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+mode, aes, body = sys.argv[2], sys.argv[3], int(sys.argv[4])
+libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
+v = [l for l in libs.values() if l["path"].endswith("stripall/libvendor.so")]
+assert len(v) == 1 and v[0].get("reach") == "table", "vendor lib events %r" % v
+recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
+pt = sum(r["pt"] for r in recs if r["tag_ok"])
+assert pt >= body, "records carry %d bytes of plaintext, the body is %d" % (pt, body)
+paths = {r["path"] for r in recs}
+assert paths == {mode}, "record paths %s, want %s" % (paths, mode)
+if mode == "native":
+    assert {r["lib"] for r in recs} == {v[0]["id"]}, "records not from the vendor copy"
+if aes:
+    impls = {e["id"]: e for e in ev if e["ev"] == "impl"}
+    got = {impls.get(r.get("impl"), {}).get("aes") for r in recs}
+    assert got == {aes}, "records ran AES %s, want %s" % (got, aes)
+print("ok %d records, %d bytes, path %s" % (len(recs), pt, mode))
+PY
+    fi
+done
 
 # (1) The altered table.
 A=$d/altered
