@@ -127,7 +127,8 @@ int tlsm_tables_copies(struct tlsm_table_copy *out, int max)
         c->symbolic = tlsm_elf_flags(c->lm).symbolic;
         if (h)
             tlsm_real_dlclose(h);
-        if (!c->exports || c->symbolic)
+        /* The program's own calls never cross a PLT (node carries OpenSSL in its executable). */
+        if (!c->exports || c->symbolic || !c->lm->l_name || !c->lm->l_name[0])
             out[kept++] = *c;
     }
     return kept;
@@ -145,6 +146,23 @@ static int ref_cb(uintptr_t where, uintptr_t value, void *arg)
     if (value == r->str && r->n < 4)
         r->where[r->n++] = where;
     return 0;
+}
+
+/* A position-dependent executable (node is one) has no relative relocations: its pointers
+ * were fixed at link time. Then the aligned words of its data segments that hold the
+ * string's address are the references. */
+static void absolute_refs(const struct tlsm_table_copy *c, struct refs *r)
+{
+    for (int i = 0; i < c->phnum && r->n < 4; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = (c->lm->l_addr + ph->p_vaddr + 7) & ~(uintptr_t)7;
+        uintptr_t hi = c->lm->l_addr + ph->p_vaddr + ph->p_filesz;
+        for (uintptr_t w = lo; w + 32 <= hi && r->n < 4; w += 8)
+            if (*(const uintptr_t *)w == r->str)
+                r->where[r->n++] = w;
+    }
 }
 
 /* The dispatch array at d: fourteen distinct ids 1..14, functions in the object's code, then
@@ -188,6 +206,8 @@ int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *
         if (!r.str)
             continue;
         tlsm_elf_relatives(c->lm, ref_cb, &r);
+        if (!r.n && !c->lm->l_addr)
+            absolute_refs(c, &r);
         for (int k = 0; k < r.n && n < max; k++) {
             uintptr_t w = r.where[k];
             if (!seg_kind(c, w, 32))
@@ -215,6 +235,12 @@ int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *
         }
     }
     return n;
+}
+
+bool tlsm_tables_holds(const struct tlsm_table_copy *c, const void *p, bool code)
+{
+    int k = seg_kind(c, (uintptr_t)p, 1);
+    return code ? (k & SEG_CODE) != 0 : k != 0;
 }
 
 bool tlsm_tables_set(const struct tlsm_table_copy *c, struct tlsm_cipher_table *t, int id,

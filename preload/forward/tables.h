@@ -45,6 +45,8 @@ int tlsm_tables_copies(struct tlsm_table_copy *out, int max);
  * none), so the caller can leave the copy alone with a notice. */
 int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *out, int max,
                      char *why, size_t whycap);
+/* Does one of c's loaded segments hold p (code: an executable one)? */
+bool tlsm_tables_holds(const struct tlsm_table_copy *c, const void *p, bool code);
 /* Point table t's entry for function id at fn (NULL: the original). */
 bool tlsm_tables_set(const struct tlsm_table_copy *c, struct tlsm_cipher_table *t, int id,
                      void (*fn)(void));

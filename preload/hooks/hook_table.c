@@ -46,11 +46,6 @@ static bool untraced(void)
     return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
 }
 
-static bool in_lib(const struct tlsm_obj *o, const void *p)
-{
-    return (uintptr_t)p >= o->start && (uintptr_t)p < o->end;
-}
-
 /* OpenSSL 3.0's PROV_GCM_CTX (providers/implementations/include/prov/ciphercommon_gcm.h):
  * on LP64 `hw` (its PROV_GCM_HW table) at 240, the GCM128_CONTEXT at 248 (its 3.0 layout is
  * impl.c's), `ctr` after it at 688. Believed only after the pointers there look right. */
@@ -58,15 +53,16 @@ enum { GCM_HW_OFF = 240, GCM_CTX_OFF = 248, GCM_BLOCK_OFF = 248 + 376, GCM_CTR_O
 
 static void note_impl(struct tslot *s, const char *vctx)
 {
-    const struct tlsm_obj *o = s->t.lib;
-    if (!s->t.gcm || s->gcm_layout < 0 || !o)
+    if (!s->t.gcm || s->gcm_layout < 0)
         return;
     const void *hw = *(const void *const *)(vctx + GCM_HW_OFF);
     const void *block = *(const void *const *)(vctx + GCM_BLOCK_OFF);
     const void *ctr = *(const void *const *)(vctx + GCM_CTR_OFF);
     if (!s->gcm_layout)
-        s->gcm_layout = strncmp(s->copy.version, "OpenSSL 3.0.", 12) == 0 && in_lib(o, hw) &&
-                                in_lib(o, block) && (!ctr || in_lib(o, ctr))
+        s->gcm_layout = strncmp(s->copy.version, "OpenSSL 3.0.", 12) == 0 &&
+                                tlsm_tables_holds(&s->copy, hw, false) &&
+                                tlsm_tables_holds(&s->copy, block, true) &&
+                                (!ctr || tlsm_tables_holds(&s->copy, ctr, true))
                             ? 1
                             : -1;
     if (s->gcm_layout > 0)
@@ -296,7 +292,9 @@ static void reach_copy(const struct tlsm_table_copy *c)
                   path, c->version, why[0] ? why : "no AES-GCM or ChaCha20-Poly1305 table found");
         return;
     }
-    struct tlsm_obj *o = tlsm_obj_of((const void *)found[0].disp);
+    /* Registered from its code: for a position-dependent executable _dl_find_object reports
+     * the range of the segment asked about, and the program's calls come from its code. */
+    struct tlsm_obj *o = tlsm_obj_of((const void *)found[0].orig[OSSL_FUNC_CIPHER_UPDATE]);
     for (int k = 0; k < n && nslots < MAX_TSLOTS; k++) {
         struct tslot *s = &slots[nslots];
         memset(s, 0, sizeof(*s));
