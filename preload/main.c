@@ -66,6 +66,7 @@ static void atfork_child(void)
 
 static size_t end_line(char *buf, size_t cap);
 void tlsm_table_reach_init(void); /* hooks/hook_table.c */
+void tlsm_entry_reach_init(void); /* hooks/hook_entry.c */
 
 __attribute__((constructor)) static void tlsm_start(void)
 {
@@ -92,6 +93,7 @@ __attribute__((constructor)) static void tlsm_start(void)
     tlsm_trace_allow();
     atomic_store(&tlsm_active, true);
     tlsm_table_reach_init(); /* issue 15: copies only their provider tables reach */
+    tlsm_entry_reach_init(); /* ... and their SSL_* entry points, where no PLT leads */
     tlsm_backend_early();
 }
 

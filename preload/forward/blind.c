@@ -193,7 +193,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (tlsm_obj_crypto_only(f.dlfo_link_map))
         return 0;
     /* Issue 15: reached through its provider tables (lib reach "table"): not blind. */
-    if (tlsm_obj_reach_of(f.dlfo_link_map))
+    if (tlsm_obj_reach_of(f.dlfo_link_map) & TLSM_REACH_TABLE)
         return 0;
     scan_marks(info, &m);
     if (!m.ssl)

@@ -105,6 +105,11 @@ static bool init_names(void)
     return n > 0;
 }
 
+void *tlsm_got_self_hook(enum tlsm_fn id)
+{
+    return init_names() && id >= 0 && id < TLSM_FN_COUNT ? hook_addr[id] : NULL;
+}
+
 struct snap {
     const void *phdr[MAX_SEEN];
     int n;
@@ -287,8 +292,8 @@ static void patch_object(void *root, const struct dl_phdr_info *info)
     for (int id = 0; id < TLSM_FN_COUNT; id++) {
         struct tlsm_obj *t = (gobjs[n].ids & (1ull << id)) ? tlsm_obj_of(gobjs[n].target[id]) : 0;
         gobjs[n].to[id] = t;
-        if (t && !t->reach)
-            t->reach = "got";
+        if (t)
+            atomic_fetch_or(&t->reach, TLSM_REACH_GOT);
     }
 }
 

@@ -25,6 +25,8 @@ void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller);
 /* Were caller's GOT slots rewritten? Its fwd events are tlsm_got_write_fwd's, at exit. */
 bool tlsm_got_patched(const struct tlsm_obj *caller);
 void tlsm_got_write_fwd(void);
+/* tlsmeter's own hook for id (families S, E, G), from its own scope; NULL if none. */
+void *tlsm_got_self_hook(enum tlsm_fn id);
 /* dlclose hook: put the slots of the objects handle's dlopen patched back before the real
  * dlclose; after it, patch those that are still loaded again. */
 void tlsm_got_before_dlclose(void *handle);

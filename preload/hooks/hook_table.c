@@ -83,7 +83,7 @@ static int tbl_dinit(struct tslot *s, void *v, const unsigned char *key, size_t 
     tlsm_th.evp_depth--;
     int saved = errno;
     if (key && ret > 0 && s->t.lib) {
-        tlsm_obj_describe_reached(s->t.lib, "table", s->copy.version);
+        tlsm_obj_describe_reached(s->t.lib, TLSM_REACH_TABLE, s->copy.version);
         tlsm_rec_track_as(v, s->t.cipher, s->t.lib, key, iv, p && p[0].key);
     } else if (!key) {
         tlsm_rec_after_init(v, NULL, NULL, iv, 0, p, NULL, s->t.lib, ret);
@@ -304,8 +304,8 @@ static void reach_copy(const struct tlsm_table_copy *c)
         if (o && install(s, nslots))
             nslots++;
     }
-    if (o && !o->reach)
-        o->reach = "table";
+    if (o)
+        atomic_fetch_or(&o->reach, TLSM_REACH_TABLE);
 }
 
 void tlsm_table_reach_init(void);

@@ -20,7 +20,13 @@ d=$(case_dir)
 tls_init "$d"
 tls_need_preload vendor-reach
 V=$O/vendor
-under_qemu && export VENDOR_SYSROOT=$TLSM_SYSROOT
+BACKEND=()
+if under_qemu; then
+    export VENDOR_SYSROOT=$TLSM_SYSROOT
+    # A vendor copy is no libcrypto.so.3 to copy for the backend, and the system one is looked
+    # for with access(2), which qemu's -L does not redirect: name the sysroot's.
+    BACKEND=(TLSMETER_BACKEND_LIB="$TLSM_SYSROOT/usr/lib/$(target_arch)-linux-gnu/libcrypto.so.3")
+fi
 if ! out=$("$TLSM_TOP/tests/vendor/build" "$V" 2>&1); then
     if echo "$out" | grep -q 'libssl-dev\|static archives'; then
         skip "vendor-reach: $out"
@@ -52,7 +58,7 @@ for m in "${MEASURE[@]}"; do
     cmd=("$V/stripall/vclient" -p "$TLS_PORT" -c "$TLS_CERT" -f big.bin $args)
     p=$d/m-$name
     tls_run "$p.plain" "" "${cmd[@]}"
-    TLS_ENV=(TLSMETER_CRYPTO=$mode)
+    TLS_ENV=(TLSMETER_CRYPTO=$mode "${BACKEND[@]}")
     tls_run "$p.traced" "$p.%p.jsonl" "${cmd[@]}"
     TLS_ENV=()
     tls_traces "$p.*.jsonl"
@@ -150,7 +156,7 @@ for t in "${TAMPER[@]}"; do
             continue
         fi
         n0=$(tls_proxy_flips)
-        TLS_ENV=(TLSMETER_CRYPTO=$mode)
+        TLS_ENV=(TLSMETER_CRYPTO=$mode "${BACKEND[@]}")
         tls_run "$p.$mode" "$p.$mode.%p.jsonl" "${cmd[@]}"
         TLS_ENV=()
         tls_traces "$p.$mode.*.jsonl"
