@@ -7,6 +7,7 @@
 #include "trace/cputime.h"
 #include "core/conn.h"
 #include "hooks/hook.h"
+#include "hooks/reach.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "forward/obj.h"
@@ -65,8 +66,6 @@ static void atfork_child(void)
 }
 
 static size_t end_line(char *buf, size_t cap);
-void tlsm_table_reach_init(void); /* hooks/hook_table.c */
-void tlsm_entry_reach_init(void); /* hooks/hook_entry.c */
 
 __attribute__((constructor)) static void tlsm_start(void)
 {

@@ -376,6 +376,9 @@ static void write_fwd_event(const struct fwd_pair *p)
     tlsm_json_int(&j, "lib", p->to->lib_id);
     tlsm_json_str(&j, "to", p->to->path);
     tlsm_json_raw(&j, "fns", list);
+    /* Issue 15: a copy's calls into its own patched entry points (no binding to compare). */
+    if (p->from == p->to && (atomic_load(&p->to->reach) & TLSM_REACH_ENTRY))
+        tlsm_json_str(&j, "reach", "entry");
     size_t len = tlsm_json_end(&j, line);
     if (len)
         tlsm_trace_line(line, len);

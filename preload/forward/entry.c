@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define MAX_ENTRIES 32
-#define SLOT 64 /* bytes per patched function in its page: far jump + trampoline */
+#define SLOT        64 /* bytes per patched function in its page: far jump + trampoline */
 
 struct entry {
     uintptr_t fn, tramp;

@@ -445,3 +445,53 @@ void tlsm_got_write_fwd(void)
         }
     }
 }
+
+/* Issue 15, technique 4: an object's imports of names[] (libc's read, recv...) pointed at
+ * repl[]. orig[k] is what they called (a lazy PLT stub is resolved in the object's own scope
+ * first, so the loader never rebinds the slot behind us); a slot holding anything else is
+ * left alone. */
+struct rewrite {
+    const struct link_map *lm;
+    const ElfW(Phdr) * phdr;
+    int phnum;
+    uintptr_t start, end;
+    void *scope;
+    const char *const *names;
+    void *const *repl;
+    void **orig;
+    int done;
+};
+
+static void rewrite_slot(int k, uintptr_t slot, uintptr_t value, void *arg)
+{
+    struct rewrite *r = arg;
+    uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
+    if (value || tlsm_is_self((const void *)cur))
+        return;
+    if (cur >= r->start && cur < r->end) /* lazy: not bound yet */
+        cur = r->scope ? (uintptr_t)dlsym(r->scope, r->names[k]) : 0;
+    if (!cur || tlsm_is_self((const void *)cur))
+        return;
+    if (!r->orig[k])
+        r->orig[k] = (void *)cur;
+    if ((void *)cur == r->orig[k] &&
+        tlsm_got_write_ptr(r->phdr, r->phnum, r->lm->l_addr, slot, (uintptr_t)r->repl[k]))
+        r->done++;
+}
+
+int tlsm_got_rewrite(const struct link_map *lm, const ElfW(Phdr) * phdr, int phnum,
+                     const char *const names[], int n, void *const repl[], void *orig[])
+{
+    struct dl_find_object f;
+    if (_dl_find_object((void *)lm->l_ld, &f) != 0)
+        return 0;
+    struct rewrite r = {
+        lm,   phdr, phnum, (uintptr_t)f.dlfo_map_start, (uintptr_t)f.dlfo_map_end, NULL, names,
+        repl, orig, 0};
+    r.scope =
+        tlsm_real_dlopen(lm->l_name && lm->l_name[0] ? lm->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+    tlsm_elf_slots(lm, names, n, rewrite_slot, &r);
+    if (r.scope)
+        tlsm_real_dlclose(r.scope);
+    return r.done;
+}

@@ -277,10 +277,10 @@ void tlsm_obj_describe(struct tlsm_obj *o)
  * calls none of its functions). */
 const char *tlsm_reach_name(unsigned reach, char *buf, size_t cap)
 {
-    static const char *const names[] = {"got", "table", "entry"};
+    static const char *const names[] = {"got", "table", "entry", "plt"};
     size_t n = 0;
     buf[0] = 0;
-    for (unsigned i = 0; i < 3 && n < cap; i++)
+    for (unsigned i = 0; i < 4 && n < cap; i++)
         if (reach & (1u << i))
             n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "+" : "", names[i]);
     return buf;

@@ -38,6 +38,7 @@ enum {
     TLSM_REACH_GOT = 1,   /* a caller's GOT slots rewritten (forward/got.c) */
     TLSM_REACH_TABLE = 2, /* its provider dispatch tables rewritten (forward/tables.c) */
     TLSM_REACH_ENTRY = 4, /* its SSL_* entry points patched (forward/entry.c) */
+    TLSM_REACH_PLT = 8,   /* its libc socket reads rewritten (hooks/hook_sock.c) */
 };
 
 struct tlsm_obj {

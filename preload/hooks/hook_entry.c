@@ -11,13 +11,12 @@
 #include "forward/obj.h"
 #include "forward/tables.h"
 #include "hooks/hook.h"
+#include "hooks/reach.h"
 #include "trace/config.h"
 #include "trace/log.h"
 
 #include <dlfcn.h>
 #include <string.h>
-
-void tlsm_entry_reach_init(void);
 
 /* The definition of name in the copy itself, NULL when its dynamic symbols have none. */
 static void *own_def(const struct tlsm_table_copy *c, void *h, const char *name)
@@ -53,6 +52,8 @@ static void reach_copy(const struct tlsm_table_copy *c)
         tlsm_real_dlclose(h);
     if (done && o)
         atomic_fetch_or(&o->reach, TLSM_REACH_ENTRY);
+    if (!done) /* its SSL_read cannot be reached: its socket reads through its PLT */
+        tlsm_sock_reach(c);
     if (refused[0])
         tlsm_warn("%s: entry points left alone, their calls are not traced: %s",
                   path ? path : "the program", refused);
@@ -66,6 +67,7 @@ void tlsm_entry_reach_init(void)
     tlsm_th.guard++;
     int n = tlsm_tables_copies(copies, 8);
     for (int i = 0; i < n; i++)
-        reach_copy(&copies[i]);
+        if (!tlsm_table_refused(copies[i].lm)) /* a shape we do not know: nothing of it */
+            reach_copy(&copies[i]);
     tlsm_th.guard--;
 }

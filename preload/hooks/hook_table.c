@@ -13,6 +13,7 @@
 #include "forward/obj.h"
 #include "forward/tables.h"
 #include "hooks/hook.h"
+#include "hooks/reach.h"
 #include "reroute/reroute.h"
 #include "trace/config.h"
 #include "trace/log.h"
@@ -279,6 +280,18 @@ static bool install(struct tslot *s, int i)
     return true;
 }
 
+/* Copies whose tables did not have the expected shape: left alone by every technique. */
+static const struct link_map *refused[8];
+static int nrefused;
+
+bool tlsm_table_refused(const struct link_map *lm)
+{
+    for (int i = 0; i < nrefused; i++)
+        if (refused[i] == lm)
+            return true;
+    return false;
+}
+
 /* One copy: its tables, checked, each into a slot. */
 static void reach_copy(const struct tlsm_table_copy *c)
 {
@@ -288,8 +301,10 @@ static void reach_copy(const struct tlsm_table_copy *c)
     const char *path = c->lm->l_name && c->lm->l_name[0] ? c->lm->l_name : "the program";
     if (why[0] || !n) {
         tlsm_warn("%s holds %s but its provider tables do not have OpenSSL 3.0's shape (%s): "
-                  "left alone, its records are not traced",
+                  "left alone, nothing of it is traced",
                   path, c->version, why[0] ? why : "no AES-GCM or ChaCha20-Poly1305 table found");
+        if (nrefused < 8)
+            refused[nrefused++] = c->lm;
         return;
     }
     /* Registered from its code: for a position-dependent executable _dl_find_object reports
@@ -307,8 +322,6 @@ static void reach_copy(const struct tlsm_table_copy *c)
     if (o)
         atomic_fetch_or(&o->reach, TLSM_REACH_TABLE);
 }
-
-void tlsm_table_reach_init(void);
 
 /* From the constructor, before main: the copies loaded with the program. */
 void tlsm_table_reach_init(void)

@@ -2,8 +2,9 @@
 # vendor-reach: issue 15, the copies tlsmeter reaches past LD_PRELOAD, beyond what
 # vendor-layouts checks (and on aarch64 too, cross-built from the sysroot's archives under
 # make check-aarch64). (0) The stripped --exclude-libs,ALL vendor library is measured through
-# its provider tables: records of the whole body from its lib (reach "table"), masked (-m) its
-# records ran table AES, with TLSMETER_CRYPTO=hw they are all rerouted; output unchanged.
+# its provider tables: records of the whole body from its lib (reach "table+plt"), masked (-m)
+# its records ran table AES, with TLSMETER_CRYPTO=hw they are all rerouted; its socket reads
+# through its PLT (sockread events) carry the whole record stream; output unchanged.
 # (1) A copy whose provider tables do not have OpenSSL 3.0's shape (the
 # stripped --exclude-libs vendor library with one function id of its AES-256-GCM table changed,
 # tests/vendor/alter_table.py) is left alone: one notice naming the table, no reach, still
@@ -76,7 +77,7 @@ ev = [json.loads(l) for l in open(sys.argv[1])]
 mode, aes, body = sys.argv[2], sys.argv[3], int(sys.argv[4])
 libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
 v = [l for l in libs.values() if l["path"].endswith("stripall/libvendor.so")]
-assert len(v) == 1 and v[0].get("reach") == "table", "vendor lib events %r" % v
+assert len(v) == 1 and v[0].get("reach") == "table+plt", "vendor lib events %r" % v
 recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
 pt = sum(r["pt"] for r in recs if r["tag_ok"])
 assert pt >= body, "records carry %d bytes of plaintext, the body is %d" % (pt, body)
@@ -88,7 +89,12 @@ if aes:
     impls = {e["id"]: e for e in ev if e["ev"] == "impl"}
     got = {impls.get(r.get("impl"), {}).get("aes") for r in recs}
     assert got == {aes}, "records ran AES %s, want %s" % (got, aes)
-print("ok %d records, %d bytes, path %s" % (len(recs), pt, mode))
+sock = [e for e in ev if e["ev"] == "sockread"]
+wire = sum(e["got"] for e in sock if e["got"] > 0)
+assert {e["lib"] for e in sock} == {v[0]["id"]}, "sockread libs %s" % {e["lib"] for e in sock}
+assert wire >= body + 5 * len(recs), "socket reads returned %d bytes for %d of plaintext" % (wire, pt)
+print("ok %d records, %d bytes, path %s; %d socket reads, %d bytes" % (len(recs), pt, mode,
+                                                                     len(sock), wire))
 PY
     fi
 done
