@@ -307,6 +307,10 @@ void *tlsm_got_dlopen(const char *file, int mode)
 {
     static struct snap before; /* under patch_lock */
     static struct newobjs after;
+    /* A constructor of what this dlopen loads dlopens again: the outer call's scan after its
+     * dlopen sees those objects too (and checks each slot against its own scope). */
+    if (holds_patch_lock)
+        return tlsm_real_dlopen(file, mode);
     pthread_mutex_lock(&patch_lock);
     holds_patch_lock = true;
     before.n = 0;

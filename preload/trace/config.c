@@ -62,8 +62,9 @@ static const struct opt opts[] = {
      "wall), perf, rseq, wall",
      &tlsm_cfg.cputime},
     {"TLSMETER_PATCH", OPT_BOOL, "1",
-     "1: reach OpenSSL calls that bind past the hooks (rewrite the GOT slots an RTLD_DEEPBIND "
-     "dlopen bound); 0: leave every object as loaded, blind spots are only named",
+     "1: reach OpenSSL copies past LD_PRELOAD (GOT slots an RTLD_DEEPBIND dlopen bound, "
+     "provider dispatch tables, SSL_* entry points, a copy's socket reads); 0: leave every "
+     "object as loaded, blind spots are only named",
      &tlsm_cfg.patch},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
