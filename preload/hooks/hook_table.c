@@ -4,9 +4,9 @@
  * by the copy's own EVP code with the provider's cipher context. That context pointer names
  * the decrypt context as EVP_CIPHER_CTX does for the EVP hooks, so the same record adapter
  * (core/record.h) and reroute observer see the same sequence: key, per-record nonce, tag,
- * AAD update, payload update, final (TLS 1.3; TLS 1.2 goes through the provider's cipher
- * entry, not wrapped: those records are not traced). Each wrapper set serves one table of
- * one copy; they are installed before the program's first fetch (from the constructor). */
+ * AAD update, payload update, final (TLS 1.3); key, AAD (set_ctx_params "tlsaad"), cipher
+ * (TLS 1.2, which EVP_Cipher sends to the provider's cipher entry). Each wrapper set serves one
+ * table of one copy; they are installed before the program's first fetch (from the constructor). */
 #include "base/clock.h"
 #include "core/impl.h"
 #include "core/record.h"
@@ -117,6 +117,15 @@ static int native_update(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,
     return r;
 }
 
+static int native_cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsigned char *in,
+                         unsigned int inl)
+{
+    size_t o = 0; /* EVP_Cipher's answer for a provider cipher: the length, or -1 */
+    return ORIG(cur.s, update_fn, OSSL_FUNC_CIPHER_CIPHER)(ctx, out, &o, cur.outsize, in, inl)
+               ? (int)o
+               : -1;
+}
+
 static int native_final(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl)
 {
     size_t o = 0;
@@ -147,6 +156,9 @@ static int tbl_update(struct tslot *s, void *v, unsigned char *out, size_t *outl
         ret = tlsm_reroute_update(st, native_update, v, out, &ol, in, (int)inl);
         if (ret > 0 && outl)
             *outl = (size_t)ol;
+        /* Rejected payload (TLS 1.2 checks the tag here): as in tbl_cipher. */
+        if (ret <= 0 && out)
+            ret = fn(v, out, outl, outsize, in, inl);
     } else {
         if (out && st->rsm.in_rec)
             note_impl(s, v);
@@ -183,22 +195,83 @@ static int tbl_final(struct tslot *s, void *v, unsigned char *out, size_t *outl,
     return ret;
 }
 
-/* The tag (TLS 1.3: before the payload) and IV length reach the shadow as EVP's ctrl would. */
+/* TLS 1.2: one call decrypts and checks the record (after its AAD, below). */
+static int tbl_cipher(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize,
+                      const unsigned char *in, size_t inl)
+{
+    update_fn fn = ORIG(s, update_fn, OSSL_FUNC_CIPHER_CIPHER);
+    struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
+    if (!st || inl > 0x7fffffff)
+        return fn(v, out, outl, outsize, in, inl);
+    DATA_CALL_BEGIN(st);
+    int ret;
+    if (st->rsm.in_rec && st->routed) {
+        cur.s = s, cur.outsize = outsize;
+        int r = tlsm_reroute_cipher(st, native_cipher, v, out, in, (unsigned int)inl);
+        ret = r >= 0;
+        if (ret && outl)
+            *outl = (size_t)r;
+        /* Rejected (a tampered record): the copy's own call fails the same way and leaves its
+         * own error on its queue, which tlsmeter cannot push into a copy it does not call
+         * (the EVP hooks forward the backend's error through the instance's ERR_* instead). */
+        if (!ret)
+            ret = fn(v, out, outl, outsize, in, inl);
+    } else {
+        if (out && st->rsm.in_rec)
+            note_impl(s, v);
+        ret = fn(v, out, outl, outsize, in, inl);
+    }
+    DATA_CALL_END();
+    int saved = errno;
+    tlsm_rec_on_cipher(st, out, (int)inl, ret && outl ? (int)*outl : -1);
+    errno = saved;
+    return ret;
+}
+
+/* One parameter set on a tracked context, told to the shadow as the EVP ctrl that sets it
+ * (EVP turns those ctrls into these parameters): the tag (TLS 1.3, before the payload), the
+ * TLS 1.2 fixed IV (at key time) and AAD, the IV length. ret: the provider's answer; the EVP
+ * ctrl answers a TLS 1.2 AAD with the tag length. Any other parameter cannot be mirrored:
+ * the shadow no longer matches, its records stay native. */
+static void mirror_param(struct tlsm_rec_state *st, const OSSL_PARAM *q, int ret)
+{
+    bool octets = q->data && q->data_type == OSSL_PARAM_OCTET_STRING;
+    int n = (int)q->data_size;
+    if (octets && !strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_TAG))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_TAG, n, q->data, ret);
+    else if (octets && !strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_IV_FIXED, n, q->data, ret);
+    else if (octets && !strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_TLS1_AAD, n, q->data,
+                            ret > 0 ? EVP_GCM_TLS_TAG_LEN : ret);
+    else if (!strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_IVLEN) && q->data &&
+             q->data_type == OSSL_PARAM_UNSIGNED_INTEGER && q->data_size == sizeof(size_t))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_IVLEN, (int)*(const size_t *)q->data, NULL, ret);
+    else if (strcmp(q->key, OSSL_CIPHER_PARAM_TLS_VERSION) &&
+             strcmp(q->key, OSSL_CIPHER_PARAM_TLS_MAC_SIZE))
+        st->shadow_ok = false;
+    /* (libssl sets the TLS version and MAC size on every TLS 1.2 context: for CBC-HMAC
+     * ciphers; the AEAD providers do not read them, and EVP passes them without a ctrl.) */
+}
+
 static int tbl_setp(struct tslot *s, void *v, const OSSL_PARAM *p)
 {
     setp_fn fn = ORIG(s, setp_fn, OSSL_FUNC_CIPHER_SET_CTX_PARAMS);
     struct tlsm_rec_state *st = untraced() || !p ? NULL : tlsm_rec_lookup(v);
     if (!st)
         return fn(v, p);
+    /* A TLS 1.2 AAD starts a record, as the EVP ctrl that passes it would. */
+    for (int i = 0; p[i].key && i < 16; i++)
+        if (!strcmp(p[i].key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) && p[i].data &&
+            p[i].data_type == OSSL_PARAM_OCTET_STRING)
+            tlsm_rec_on_ctrl(st, EVP_CTRL_AEAD_TLS1_AAD, (int)p[i].data_size, p[i].data,
+                             tlsm_now());
     tlsm_th.evp_depth++;
     int ret = fn(v, p);
     tlsm_th.evp_depth--;
     int saved = errno;
-    for (int i = 0; p[i].key && i < 16; i++) {
-        if (!strcmp(p[i].key, OSSL_CIPHER_PARAM_AEAD_TAG) && p[i].data &&
-            p[i].data_type == OSSL_PARAM_OCTET_STRING)
-            tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_TAG, (int)p[i].data_size, p[i].data, ret);
-    }
+    for (int i = 0; p[i].key && i < 16; i++)
+        mirror_param(st, &p[i], ret);
     errno = saved;
     return ret;
 }
@@ -230,6 +303,11 @@ static void tbl_free(struct tslot *s, void *v)
     {                                                                                              \
         return tbl_final(&slots[i], v, o, ol, os);                                                 \
     }                                                                                              \
+    static int cipher_##i(void *v, unsigned char *o, size_t *ol, size_t os,                        \
+                          const unsigned char *in, size_t inl)                                     \
+    {                                                                                              \
+        return tbl_cipher(&slots[i], v, o, ol, os, in, inl);                                       \
+    }                                                                                              \
     static int setp_##i(void *v, const OSSL_PARAM *p)                                              \
     {                                                                                              \
         return tbl_setp(&slots[i], v, p);                                                          \
@@ -256,7 +334,8 @@ typedef void (*any_fn)(void);
  * everything that ends it or feeds it is in place first). */
 static const int order[] = {OSSL_FUNC_CIPHER_FREECTX,        OSSL_FUNC_CIPHER_ENCRYPT_INIT,
                             OSSL_FUNC_CIPHER_SET_CTX_PARAMS, OSSL_FUNC_CIPHER_UPDATE,
-                            OSSL_FUNC_CIPHER_FINAL,          OSSL_FUNC_CIPHER_DECRYPT_INIT};
+                            OSSL_FUNC_CIPHER_FINAL,          OSSL_FUNC_CIPHER_CIPHER,
+                            OSSL_FUNC_CIPHER_DECRYPT_INIT};
 #define W(i)                                                                                       \
     {                                                                                              \
         [OSSL_FUNC_CIPHER_FREECTX] = (any_fn)free_##i,                                             \
@@ -264,6 +343,7 @@ static const int order[] = {OSSL_FUNC_CIPHER_FREECTX,        OSSL_FUNC_CIPHER_EN
         [OSSL_FUNC_CIPHER_SET_CTX_PARAMS] = (any_fn)setp_##i,                                      \
         [OSSL_FUNC_CIPHER_UPDATE] = (any_fn)update_##i,                                            \
         [OSSL_FUNC_CIPHER_FINAL] = (any_fn)final_##i,                                              \
+        [OSSL_FUNC_CIPHER_CIPHER] = (any_fn)cipher_##i,                                            \
         [OSSL_FUNC_CIPHER_DECRYPT_INIT] = (any_fn)dinit_##i,                                       \
     }
 static const any_fn wraps[MAX_TSLOTS][TLSM_TBL_FN_MAX + 1] = {W(0), W(1), W(2), W(3), W(4),  W(5),

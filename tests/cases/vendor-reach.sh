@@ -11,7 +11,8 @@
 # named blind, output unchanged. (2) Tamper: a proxy flips one ciphertext byte of a response
 # record; through a copy reached by its tables (stripped, and masked to table AES) and by its
 # rewritten GOT (RTLD_DEEPBIND plugin), natively and with TLSMETER_CRYPTO=hw and =soft, vclient
-# must fail exactly as without tlsmeter, and the trace must show the rejected record.
+# must fail exactly as without tlsmeter, and the trace must show the rejected record. (3) The
+# same for TLS 1.2 (the provider's cipher entry, AAD and fixed IV as parameters).
 # tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -43,34 +44,35 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     exit 0
 fi
 
-# (0) Measured through its tables.
+# (0) Measured through its tables: measure TAG (TLS 1.3 and 1.2 with the server running).
 MEASURE=(
     "native||native|"
     "masked|-m|native|table"
     "masked-hw|-m|hw|"
 )
+measure() {
 for m in "${MEASURE[@]}"; do
     IFS='|' read -r name args mode aes <<<"$m"
     if ! tls_mode_ok "$mode"; then
-        skip "vendor-reach measured $name: $TLS_MODE_SKIP"
+        skip "vendor-reach measured$1 $name: $TLS_MODE_SKIP"
         continue
     fi
     # shellcheck disable=SC2206
     cmd=("$V/stripall/vclient" -p "$TLS_PORT" -c "$TLS_CERT" -f big.bin $args)
-    p=$d/m-$name
+    p=$d/m${1// /}-$name
     tls_run "$p.plain" "" "${cmd[@]}"
     TLS_ENV=(TLSMETER_CRYPTO=$mode "${BACKEND[@]}")
     tls_run "$p.traced" "$p.%p.jsonl" "${cmd[@]}"
     TLS_ENV=()
     tls_traces "$p.*.jsonl"
     if ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
-        fail "vendor-reach measured $name: $why"
+        fail "vendor-reach measured$1 $name: $why"
     elif ! grep -q "sha256=$want_sha" "$p.traced.out"; then
-        fail "vendor-reach measured $name: wrong body: $(head -c 200 "$p.traced.out")"
+        fail "vendor-reach measured$1 $name: wrong body: $(head -c 200 "$p.traced.out")"
     elif [ "${#TRACES[@]}" -ne 1 ]; then
-        fail "vendor-reach measured $name: ${#TRACES[@]} traces, want 1"
+        fail "vendor-reach measured$1 $name: ${#TRACES[@]} traces, want 1"
     else
-        tls_check "vendor-reach measured $name ($(target_arch), $mode)" "$TLSM_PY" - "${TRACES[0]}" \
+        tls_check "vendor-reach measured$1 $name ($(target_arch), $mode)" "$TLSM_PY" - "${TRACES[0]}" \
             "$mode" "$aes" "$((2 * 1024 * 1024 + 99))" <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -98,6 +100,8 @@ print("ok %d records, %d bytes, path %s; %d socket reads, %d bytes" % (len(recs)
 PY
     fi
 done
+}
+measure ""
 
 # (1) The altered table.
 A=$d/altered
@@ -132,33 +136,31 @@ PY
     fi
 fi
 
-# (2) Tamper through reached copies.
-if ! tls_proxy_start 1.3; then
-    fail "vendor-reach tamper: tamper proxy did not start: $(head -c 300 "$PROXY_LOG")"
-    exit 0
-fi
+# (2) Tamper through reached copies: tamper TAG NAMES-REGEX, with the proxy running.
 TAMPER=(
     "table|$V/stripall/vclient|"
     "table-masked|$V/stripall/vclient|-m"
     "got|$V/plugin/vclient|-d -l $V/first/libvendor.so"
 )
+tamper() {
 for t in "${TAMPER[@]}"; do
     IFS='|' read -r name prog args <<<"$t"
+    [[ $name =~ $2 ]] || continue
     if [[ $args == *-d* && ${TLSM_SAN:-} == *address* ]]; then
-        skip "vendor-reach tamper $name: vclient -d dlopens RTLD_DEEPBIND, which ASan refuses (google/sanitizers#611)"
+        skip "vendor-reach tamper$1 $name: vclient -d dlopens RTLD_DEEPBIND, which ASan refuses (google/sanitizers#611)"
         continue
     fi
     # shellcheck disable=SC2206
     cmd=("$prog" -p "$PROXY_PORT" -c "$TLS_CERT" -f big.bin $args)
-    p=$d/tamper-$name
+    p=$d/tamper${1// /}-$name
     tls_run "$p.plain" "" "${cmd[@]}"
     if [ "$(cat "$p.plain.rc")" = 0 ]; then
-        fail "vendor-reach tamper $name: vclient accepted a tampered record without the preload (test is broken)"
+        fail "vendor-reach tamper$1 $name: vclient accepted a tampered record without the preload (test is broken)"
         continue
     fi
     for mode in native hw soft; do
         if ! tls_mode_ok "$mode"; then
-            skip "vendor-reach tamper $name $mode: $TLS_MODE_SKIP"
+            skip "vendor-reach tamper$1 $name $mode: $TLS_MODE_SKIP"
             continue
         fi
         n0=$(tls_proxy_flips)
@@ -167,14 +169,14 @@ for t in "${TAMPER[@]}"; do
         TLS_ENV=()
         tls_traces "$p.$mode.*.jsonl"
         if [ "$(tls_proxy_flips)" -ne $((n0 + 1)) ]; then
-            fail "vendor-reach tamper $name $mode: the proxy flipped $(($(tls_proxy_flips) - n0)) records, want 1"
+            fail "vendor-reach tamper$1 $name $mode: the proxy flipped $(($(tls_proxy_flips) - n0)) records, want 1"
         elif ! why=$(tls_same_run x "$p.plain" "$p.$mode"); then
-            fail "vendor-reach tamper $name $mode: $why"
+            fail "vendor-reach tamper$1 $name $mode: $why"
         elif [ "${#TRACES[@]}" -ne 1 ]; then
-            fail "vendor-reach tamper $name $mode: ${#TRACES[@]} traces, want 1"
+            fail "vendor-reach tamper$1 $name $mode: ${#TRACES[@]} traces, want 1"
         else
             TLS_PASS_NOTE="exit $(cat "$p.plain.rc") as without tlsmeter" \
-                tls_check "vendor-reach tamper $name $mode" "$TLSM_PY" - "${TRACES[0]}" "$mode" <<'PY'
+                tls_check "vendor-reach tamper$1 $name $mode" "$TLSM_PY" - "${TRACES[0]}" "$mode" <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 bad = [e for e in ev if e["ev"] == "rec" and e["tag_ok"] is False]
@@ -187,3 +189,24 @@ PY
         fi
     done
 done
+}
+if ! tls_proxy_start 1.3; then
+    fail "vendor-reach tamper: tamper proxy did not start: $(head -c 300 "$PROXY_LOG")"
+    exit 0
+fi
+tamper "" .
+tls_stop_pid "$PROXY_PID"
+tls_server_stop
+
+# (3) TLS 1.2 (EVP_Cipher: the provider's cipher entry, the AAD and fixed IV as parameters):
+# the stripped copy measured and tampered with again.
+if ! tls_server_start 1.2 ECDHE-RSA-AES128-GCM-SHA256; then
+    fail "vendor-reach TLS 1.2: openssl s_server did not start"
+    exit 0
+fi
+measure " tls1.2"
+if ! tls_proxy_start 1.2; then
+    fail "vendor-reach TLS 1.2 tamper: tamper proxy did not start: $(head -c 300 "$PROXY_LOG")"
+    exit 0
+fi
+tamper " tls1.2" '^table'
