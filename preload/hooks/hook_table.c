@@ -1,12 +1,12 @@
 /* hook_table.c: issue 15, technique 2. The wrappers tlsmeter puts into the provider dispatch
  * tables of an OpenSSL 3 copy the hooks cannot interpose (forward/tables.c finds them): the
- * provider's decrypt_init, update, final, set_ctx_params, encrypt_init and freectx, called
- * by the copy's own EVP code with the provider's cipher context. That context pointer names
- * the decrypt context as EVP_CIPHER_CTX does for the EVP hooks, so the same record adapter
- * (core/record.h) and reroute observer see the same sequence: key, per-record nonce, tag,
- * AAD update, payload update, final (TLS 1.3); key, AAD (set_ctx_params "tlsaad"), cipher
- * (TLS 1.2, which EVP_Cipher sends to the provider's cipher entry). Each wrapper set serves one
- * table of one copy; they are installed before the program's first fetch (from the constructor). */
+ * provider's decrypt_init, update, final, cipher, set_ctx_params, encrypt_init and freectx,
+ * called by the copy's own EVP code with the provider's cipher context. That context pointer
+ * names the decrypt context as EVP_CIPHER_CTX does for the EVP hooks, so the same record
+ * adapter (core/record.h) and reroute observer see the same sequence: key, per-record nonce,
+ * tag, AAD update, payload update, final (TLS 1.3); key, fixed IV and AAD (set_ctx_params
+ * "tlsivfixed", "tlsaad"), one update or cipher (TLS 1.2). Each wrapper set serves one table
+ * of one copy; they are installed before the program's first fetch (from the constructor). */
 #include "base/clock.h"
 #include "core/impl.h"
 #include "core/record.h"
