@@ -288,6 +288,7 @@ void *tlsm_got_dlopen(const char *file, int mode)
         dl_iterate_phdr(new_cb, &after);
         for (int i = 0; i < after.n; i++)
             patch_object(h, &after.list[i]);
+        dlerror(); /* our lookups' misses are not the program's: its dlopen succeeded */
         tlsm_th.guard--;
     }
     holds_patch_lock = false;
