@@ -8,6 +8,7 @@
 #include "caps.h"
 #include "clock.h"
 #include "elfdyn.h"
+#include "glibc_compat.h"
 #include "json.h"
 #include "log.h"
 #include "thread.h"

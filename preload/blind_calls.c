@@ -12,6 +12,7 @@
 #include "caps.h"
 #include "clock.h"
 #include "elfdyn.h"
+#include "glibc_compat.h"
 #include "hook.h"
 #include "json.h"
 #include "log.h"

@@ -5,6 +5,7 @@
  *    RTLD_LOCAL, invisible to RTLD_NEXT;
  * 3. never our own hook. Answers are cached per (function, caller object). */
 #include "resolve.h"
+#include "glibc_compat.h"
 #include "log.h"
 #include "obj.h"
 

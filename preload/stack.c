@@ -5,6 +5,7 @@
 #include "stack.h"
 #include "clock.h"
 #include "config.h"
+#include "glibc_compat.h"
 #include "json.h"
 #include "log.h"
 #include "resolve.h"
