@@ -14,7 +14,8 @@
  *                            later library may want it);
  *   strerrorname_np (2.32)   the real one when present, else a table of the errno names
  *                            tlsmeter's own messages meet;
- *   gettid (2.30)            the system call, built against glibc < 2.30 (Debian 10's 2.28). */
+ *   gettid (2.30)            the system call (once per thread), so a dist build needs no
+ *                            symbol past glibc 2.28 (Debian 10, RHEL 8). */
 #ifndef TLSM_GLIBC_COMPAT_H
 #define TLSM_GLIBC_COMPAT_H
 
@@ -23,17 +24,14 @@
 #include <stddef.h>
 #include <string.h>
 
-#if !__GLIBC_PREREQ(2, 30)
-#include <sys/syscall.h>
-#include <unistd.h>
-#define gettid() ((pid_t)syscall(SYS_gettid))
-#endif
-
 #if __GLIBC_PREREQ(2, 35)
 #include <sys/rseq.h>
 #else
 #define TLSM_GLIBC_COMPAT 1
 #include <linux/rseq.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define gettid() ((pid_t)syscall(SYS_gettid))
 
 /* The kernel checks these 4 bytes before an rseq abort address; glibc's values. */
 #if defined(__x86_64__) || defined(__i386__)
