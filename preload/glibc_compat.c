@@ -93,17 +93,20 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* _dl_find_object's contract: 0 and *out filled when addr lies in a loaded object, else
- * -1. The fallback takes the loader's write lock (dl_iterate_phdr) for a moment; glibc
+ * -1. The fallback (the walk; tests/unit/findobj.c holds it against the real one) takes the loader's write lock (dl_iterate_phdr) for a moment; glibc
  * never calls out of the loader while holding it, and tlsmeter's own dl_iterate_phdr
  * callbacks that call this nest it (the lock is recursive). */
-int tlsm_compat_find_object(void *addr, struct dl_find_object *out)
+int tlsm_compat_find_object_walk(void *addr, struct dl_find_object *out)
 {
-    find_fn f = __atomic_load_n(&real_find, __ATOMIC_ACQUIRE);
-    if (f)
-        return f(addr, out);
     struct find_arg a = {(uintptr_t)addr, out, 0};
     dl_iterate_phdr(find_cb, &a);
     return a.found ? 0 : -1;
+}
+
+int tlsm_compat_find_object(void *addr, struct dl_find_object *out)
+{
+    find_fn f = __atomic_load_n(&real_find, __ATOMIC_ACQUIRE);
+    return f ? f(addr, out) : tlsm_compat_find_object_walk(addr, out);
 }
 
 #define E(name) [name] = #name

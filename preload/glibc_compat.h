@@ -53,6 +53,7 @@ struct dl_find_object {
 };
 
 int tlsm_compat_find_object(void *addr, struct dl_find_object *out);
+int tlsm_compat_find_object_walk(void *addr, struct dl_find_object *out); /* the fallback */
 unsigned int tlsm_compat_rseq_size(void);
 ptrdiff_t tlsm_compat_rseq_offset(void);
 const char *tlsm_compat_strerrorname(int err);
