@@ -93,9 +93,10 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* _dl_find_object's contract: 0 and *out filled when addr lies in a loaded object, else
- * -1. The fallback (the walk; tests/unit/findobj.c holds it against the real one) takes the loader's write lock (dl_iterate_phdr) for a moment; glibc
- * never calls out of the loader while holding it, and tlsmeter's own dl_iterate_phdr
- * callbacks that call this nest it (the lock is recursive). */
+ * -1. The fallback (the walk; tests/unit/findobj.c holds it against the real one) takes the
+ * loader's write lock (dl_iterate_phdr) for a moment; glibc never calls out of the loader while
+ * holding it, and tlsmeter's own dl_iterate_phdr callbacks that call this nest it (the lock is
+ * recursive). */
 int tlsm_compat_find_object_walk(void *addr, struct dl_find_object *out)
 {
     struct find_arg a = {(uintptr_t)addr, out, 0};
@@ -111,9 +112,9 @@ int tlsm_compat_find_object(void *addr, struct dl_find_object *out)
 
 #define E(name) [name] = #name
 static const char *const errno_names[] = {
-    E(EPERM),  E(ENOENT), E(ESRCH),  E(EINTR),     E(EIO),        E(ENXIO),  E(E2BIG),
-    E(EBADF),  E(EAGAIN), E(ENOMEM), E(EACCES),    E(EFAULT),     E(EBUSY),  E(EEXIST),
-    E(ENODEV), E(EINVAL), E(ENFILE), E(EMFILE),    E(ENOSPC),     E(EROFS),  E(ENOSYS),
+    E(EPERM),  E(ENOENT),  E(ESRCH),     E(EINTR),        E(EIO),    E(ENXIO), E(E2BIG),
+    E(EBADF),  E(EAGAIN),  E(ENOMEM),    E(EACCES),       E(EFAULT), E(EBUSY), E(EEXIST),
+    E(ENODEV), E(EINVAL),  E(ENFILE),    E(EMFILE),       E(ENOSPC), E(EROFS), E(ENOSYS),
     E(ELOOP),  E(ENOTSUP), E(EOVERFLOW), E(ENAMETOOLONG), E(EDQUOT), E(EFBIG),
 };
 #undef E

@@ -59,8 +59,8 @@ ptrdiff_t tlsm_compat_rseq_offset(void);
 const char *tlsm_compat_strerrorname(int err);
 
 #define _dl_find_object tlsm_compat_find_object
-#define __rseq_size tlsm_compat_rseq_size()
-#define __rseq_offset tlsm_compat_rseq_offset()
+#define __rseq_size     tlsm_compat_rseq_size()
+#define __rseq_offset   tlsm_compat_rseq_offset()
 #define strerrorname_np tlsm_compat_strerrorname
 #endif
 
