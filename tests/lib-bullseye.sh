@@ -108,3 +108,10 @@ left = [l for l in old if "left_alone" in l]
 sys.exit("%s (lib %s: left_alone %s)" % (sys.argv[2], left[0]["id"], left[0]["left_alone"])
          if left else 0)' "$1" "$BZ_SKIP_111" 2>&1)
 }
+
+# bz_header TRACE KEY: the trace header's KEY ("" when absent).
+bz_header() {
+    "$TLSM_PY" -c 'import json, sys
+h = json.loads(open(sys.argv[1]).readline())
+print(h.get(sys.argv[2], ""))' "$1" "$2" 2>/dev/null
+}

@@ -7,7 +7,8 @@
 # What the trace says of the 1.1.1 copy (records >= 1 per 16 KiB, read bytes exact, class
 # hardware; masked: table and the software-aes verdict; masked + hw: path hw) is checked
 # once the trace's lib event of that copy is traced (no left_alone); until then those
-# checks skip, saying so.
+# checks skip, saying so. TLSMETER_CPUTIME=rseq: glibc 2.31 registers no rseq area, so the
+# trace header says wall and why.
 # tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -127,6 +128,18 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES128-GCM-SHA2
         fi
     else
         skip "$N masked hw $suite: $TLS_MODE_SKIP"
+    fi
+    # glibc 2.31 registers no rseq area: the method says so and falls back to wall time.
+    if [ "$proto" = 1.3 ]; then
+        run rseq TLSMETER_CPUTIME=rseq
+        if [ -n "$TRACE" ]; then
+            got="$(bz_header "$TRACE" cputime) / $(bz_header "$TRACE" cputime_why)"
+            if [[ $got == "wall / "*"rseq: not registered by glibc"* ]]; then
+                pass "$N TLSMETER_CPUTIME=rseq on glibc 2.31: $got"
+            else
+                fail "$N TLSMETER_CPUTIME=rseq on glibc 2.31: cputime $got, want wall, rseq not registered"
+            fi
+        fi
     fi
     tls_server_stop
 done

@@ -4,7 +4,7 @@
 # the host's own OpenSSL 3 clients: it must trace as the host build does. 4 MiB over TLS 1.3
 # and 1.2: output unchanged, every byte and record in the trace, class hardware; with the
 # CPU's AES masked class table + the software-aes verdict; masked + TLSMETER_CRYPTO=hw on
-# path hw. Under qemu (make check-aarch64): the aarch64 dist library, the sysroot's
+# path hw; TLSMETER_CPUTIME=rseq uses this glibc's rseq area. Under qemu (make check-aarch64): the aarch64 dist library, the sysroot's
 # programs, OPENSSL_armcap=0.
 # tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
@@ -101,6 +101,21 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES256-GCM-SHA3
             --conns 1 --path hw
     else
         skip "$N masked hw $suite: $TLS_MODE_SKIP"
+    fi
+    # rseq through the running glibc's __rseq_offset/__rseq_size (the build's glibc has
+    # none): this glibc registers rseq, qemu-user has none.
+    if [ "$proto" = 1.3 ]; then
+        run rseq TLSMETER_CPUTIME=rseq
+        if [ -n "$TRACE" ]; then
+            want=rseq
+            under_qemu && want=wall
+            got=$(bz_header "$TRACE" cputime)
+            if [ "$got" = "$want" ]; then
+                pass "$N TLSMETER_CPUTIME=rseq: cputime $got ($(bz_header "$TRACE" cputime_why))"
+            else
+                fail "$N TLSMETER_CPUTIME=rseq: cputime '$got', want $want: $(bz_header "$TRACE" cputime_why)"
+            fi
+        fi
     fi
     tls_server_stop
 done
