@@ -4,7 +4,7 @@
  * run on both: addresses in the program, libc, the loader, a dlopened library, between
  * segments, the vDSO, on the stack and the heap (no object). Prints "ok N addresses" or FAIL lines.
  */
-#include "glibc_compat.h"
+#include "base/glibc_compat.h"
 
 #include <stdint.h>
 #include <stdio.h>
