@@ -17,7 +17,9 @@ d=$(case_dir)
 tls_init "$d"
 N=dist-host
 bz_setup "$N" "$(target_arch)"
+# Under SAN builds the sanitizer runtimes stay first (the test programs are instrumented).
 TLS_PRELOAD=$BZ_LIB
+[[ $TLSM_PRELOAD == *:* ]] && TLS_PRELOAD=${TLSM_PRELOAD%:*}:$BZ_LIB
 A=$O/tlsmeter-analyze
 if [ ! -x "$A" ]; then
     fail "$N: $A not built; run make"
