@@ -11,7 +11,9 @@
 # the 1.1.1 copy named by its own lib event (versioned, plugin) or a blind event (hidden:
 # no_exports). Once the 1.1.1 copy is traced (its lib event without left_alone), its
 # connection's records must belong to it and the report must name both instances with
-# their versions; until then that part skips, saying so.
+# their versions; until then that part skips, saying so. Under qemu (make check-aarch64) the
+# fixtures are cross-built over Debian 11's arm64 archives and run in the arm64 sysroot.
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -22,15 +24,22 @@ d=$(case_dir)
 tls_init "$d"
 N=vendor-openssl111
 tls_need_preload "$N"
-bz_setup "$N" x86_64
+bz_setup "$N" "$(target_arch)"
 V=$O/vendor111
-if ! out=$(VENDOR_LIBDIR=$BZ_ROOT/usr/lib/$BZ_TRIPLET VENDOR_ONLY="versioned hidden plugin" \
+vcc=${CC:-gcc}
+# The cross compiler searches the sysroot's multiarch folders by itself, after -I.
+under_qemu && vcc="${CROSS_COMPILE:-aarch64-linux-gnu-}gcc --sysroot=$TLSM_SYSROOT"
+if ! out=$(CC=$vcc VENDOR_LIBDIR=$BZ_ROOT/usr/lib/$BZ_TRIPLET VENDOR_ONLY="versioned hidden plugin" \
     VENDOR_SSL_CFLAGS="-I$BZ_ROOT/usr/include -I$BZ_ROOT/usr/include/$BZ_TRIPLET" \
     "$TLSM_TOP/tests/vendor/build" "$V" 2>&1); then
     fail "$N: fixtures over 1.1.1w did not build: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
     exit 0
 fi
 A=$O/tlsmeter-analyze
+if under_qemu; then
+    target_wrapper "$A" "$d/analyze"
+    A=$d/analyze
+fi
 BODY=$((16 * 1024 * 1024))
 tls_make_file big.bin "$BODY"
 want_sha=$(tls_sha "$TLS_WWW/big.bin")
