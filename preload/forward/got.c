@@ -15,6 +15,7 @@
 #include "forward/obj.h"
 #include "trace/thread.h"
 #include "trace/trace.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <link.h>

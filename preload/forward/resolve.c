@@ -9,6 +9,7 @@
 #include "forward/got.h"
 #include "trace/log.h"
 #include "forward/obj.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -4,6 +4,7 @@
 #include "forward/got.h"
 #include "base/elfdyn.h"
 #include "forward/resolve.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <link.h>

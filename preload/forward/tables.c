@@ -13,6 +13,7 @@
 #include "base/elfdyn.h"
 #include "forward/got.h"
 #include "forward/resolve.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

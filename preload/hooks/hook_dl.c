@@ -8,6 +8,7 @@
 #include "hooks/hook.h"
 #include "base/elfdyn.h"
 #include "trace/config.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <string.h>

@@ -14,6 +14,7 @@
 #include "hooks/reach.h"
 #include "trace/config.h"
 #include "trace/log.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <string.h>
