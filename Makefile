@@ -47,6 +47,8 @@ DW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw -lelf)
 TLSM_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE \
 	-DTLSM_VERSION='"$(VERSION)"' $(SYSROOT_FLAGS)
+# The trace vocabulary both programs share: #include "common/schema.h" (common/schema.def).
+TLSM_CFLAGS += -I.
 ifeq ($(DEBUG),1)
 TLSM_CFLAGS += -O0 -g3 -DTLSM_DEBUG
 else
@@ -57,7 +59,7 @@ TLSM_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=a
 TLSM_LDFLAGS += -fsanitize=$(SAN)
 endif
 TLSM_LDFLAGS += $(SYSROOT_LDFLAGS)
-# Each compile writes the headers (and hooks.def) it read into a .d file beside its output;
+# Each compile writes the headers (and hooks.def, common/schema.def) it read into a .d file beside its output;
 # the files are included at the end, so touching a header rebuilds exactly what includes it.
 # -MP adds an empty rule per header, so a deleted header does not stop the build.
 DEPFLAGS := -MMD -MP
@@ -127,7 +129,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_reader.c
 FUZZER := $(O)/fuzz/fuzz-reader
-FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
+FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -I. -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
 # One compile of several sources: its header list comes from a separate -MM pass (one .d).
 $(FUZZER): $(FUZZ_SRCS) $(FUZZER).d
 	@mkdir -p $(dir $@)

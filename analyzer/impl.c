@@ -17,9 +17,7 @@ static const double band_hi[] = {[IMPL_HARDWARE] = 1.2, [IMPL_VECTOR] = 8.0, [IM
 
 const char *impl__name(enum impl_class c)
 {
-    static const char *const n[] = {"unknown", "hardware", "vector", "table"};
-
-    return n[c];
+    return tlsm_class_name((enum tlsm_class)c);
 }
 
 bool impl__is_aes_gcm(const char *c)
