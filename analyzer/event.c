@@ -56,7 +56,8 @@ const struct field *field__find(const char *k, size_t n)
 }
 
 /* The schema's kinds follow EV_OTHER in the same order: EV_x = TLSM_EV_x + 1. */
-_Static_assert(EV_HEADER == TLSM_EV_HEADER + 1 && EV_N == TLSM_EV_N + 1, "ev_kind follows the schema");
+_Static_assert(EV_HEADER == TLSM_EV_HEADER + 1 && EV_N == TLSM_EV_N + 1,
+               "ev_kind follows the schema");
 
 enum ev_kind ev_kind__parse(const char *p, size_t n)
 {

@@ -115,11 +115,12 @@ static void software_aes(struct summary *s, const struct row *w)
 
     cost_text(w, cost, sizeof(cost));
     if (bulk < 0) {
-        v = summary__verdict(s, V_SOFTWARE_AES, "problem",
-                             "%s decryption is not all in hardware (%s): %s, %s %s; no gain figure: "
-                             "fewer than %d bulk records, and smaller records' ns/B is fixed "
-                             "per-record work, not the cipher",
-                             cipher, w->detail, cost, fmt_pct(&a, sh), of, BULK_MIN_RECORDS);
+        v = summary__verdict(
+            s, V_SOFTWARE_AES, "problem",
+            "%s decryption is not all in hardware (%s): %s, %s %s; no gain figure: "
+            "fewer than %d bulk records, and smaller records' ns/B is fixed "
+            "per-record work, not the cipher",
+            cipher, w->detail, cost, fmt_pct(&a, sh), of, BULK_MIN_RECORDS);
     } else if (!find_ref(s, w->cipher, false, &r)) {
         v = summary__verdict(
             s, V_SOFTWARE_AES, "problem",

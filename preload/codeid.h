@@ -5,6 +5,8 @@
 #ifndef TLSM_CODEID_H
 #define TLSM_CODEID_H
 
+#include "json.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,7 +40,7 @@ struct tlsm_code {
 /* Identify fn. Reads only memory inside the object's PT_LOAD segments. False if fn is not
  * in any loaded object's code. */
 bool tlsm_code_identify(const void *fn, struct tlsm_code *out);
-/* The isa bits as a JSON array body ("\"aes\",\"clmul\""), for the trace. */
-void tlsm_isa_names(uint32_t isa, char *buf, size_t cap);
+/* The isa bits' names as items of the open array (impl's fn_F_isa). */
+void tlsm_isa_write(struct tlsm_json *j, uint32_t isa);
 
 #endif

@@ -131,7 +131,7 @@ static const char *ghash_name(const struct tlsm_code *g)
 static void fn_keys(struct tlsm_json *j, const char *what, const void *fn)
 {
     struct tlsm_code c;
-    char k[40], isa[160], off[24];
+    char k[40], off[24];
     if (!fn)
         return;
     tlsm_code_identify(fn, &c);
@@ -142,10 +142,9 @@ static void fn_keys(struct tlsm_json *j, const char *what, const void *fn)
                      c.found ? off : "");
     tlsm_json_int_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_size\":", what),
                     c.bounded ? (int64_t)c.size : -1);
-    tlsm_isa_names(c.isa, isa, sizeof(isa));
-    tlsm_json_put(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_isa\":[", what));
-    tlsm_json_put(j, isa, strlen(isa));
-    tlsm_json_put(j, "]", 1);
+    tlsm_json_nest_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_isa\":", what));
+    tlsm_isa_write(j, c.isa);
+    tlsm_json_arr_end(j);
 }
 
 static void build(struct impl *m)

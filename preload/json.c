@@ -53,28 +53,6 @@ void tlsm_json_key(struct tlsm_json *j, const char *k)
     tlsm_json_put(j, "\":", 2);
 }
 
-/* cap >= 1 (buf always gets its NUL). */
-void tlsm_json_value(struct tlsm_json *j, char *buf, size_t cap)
-{
-    j->p = buf;
-    j->end = buf + cap - 1; /* room for the NUL */
-    j->depth = 0;
-    j->full = false;
-}
-
-size_t tlsm_json_value_end(struct tlsm_json *j, char *buf)
-{
-    if (j->full || j->depth || j->p == buf) {
-        buf[0] = 0;
-        return 0;
-    }
-    /* Opened as an item, it starts with the item's comma: drop it (rare path: a memmove). */
-    size_t n = (size_t)(j->p - buf) - (buf[0] == ',');
-    memmove(buf, buf + (buf[0] == ','), n);
-    buf[n] = 0;
-    return n;
-}
-
 /* Digits written in place, two per step from a table, after counting them: integers are
  * most of a rec line, so no temporary buffer and no copy. */
 size_t tlsm_json_digits(char *dst, uint64_t u)

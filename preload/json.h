@@ -85,8 +85,8 @@ size_t tlsm_json_end(struct tlsm_json *j, char *buf);
 #define tlsm_json_num(j, key, v)  tlsm_json_num_k((j), TLSM_KEY(key), (v))
 
 /* Nested values. tlsm_json_obj(j, "key") / tlsm_json_arr(j, "key") open a member;
- * tlsm_json_obj_item(j) / tlsm_json_arr_item(j) open one as an array item (or as the whole
- * value of tlsm_json_value); tlsm_json_obj_end / tlsm_json_arr_end close the innermost. */
+ * tlsm_json_obj_item(j) / tlsm_json_arr_item(j) open one as an array item;
+ * tlsm_json_obj_end / tlsm_json_arr_end close the innermost. */
 void tlsm_json_nest_k(struct tlsm_json *j, const char *k, size_t kn);
 void tlsm_json_close(struct tlsm_json *j, char open, char close);
 #define tlsm_json_obj(j, key) tlsm_json_nest_k((j), TLSM_KEY(key))
@@ -101,15 +101,33 @@ void tlsm_json_close(struct tlsm_json *j, char open, char close);
 #define tlsm_json_item_safe(j, s) tlsm_json_safe_k((j), ",", 1, (s))
 #define tlsm_json_item_bool(j, v)                                                                  \
     ((v) ? tlsm_json_put((j), ",true", 5) : tlsm_json_put((j), ",false", 6))
-/* A member whose key is made at run time (impl's fn_F_*): escaped like any string. */
+/* A member whose key is made at run time (impl's fn_F_*, lib.caps' names): tlsm_json_key
+ * writes `,"k":` (escaped), then a _k writer with the key TLSM_AFTER_KEY writes the value. */
 void tlsm_json_key(struct tlsm_json *j, const char *k);
+#define TLSM_AFTER_KEY "", 0
+static inline void tlsm_json_bool_k(struct tlsm_json *j, const char *k, size_t kn, bool v)
+{
+    tlsm_json_put(j, k, kn);
+    tlsm_json_put(j, v ? "true" : "false", v ? 4 : 5);
+}
 
-/* One JSON value (an object or an array) on its own in buf, NUL-terminated, for a value kept
- * as text (an instance's caps, which later lines embed with tlsm_json_raw). Open it with
- * tlsm_json_obj_item or tlsm_json_arr_item; tlsm_json_value_end returns its length, or 0
- * and an empty string when it did not fit (cap >= 1). */
-void tlsm_json_value(struct tlsm_json *j, char *buf, size_t cap);
-size_t tlsm_json_value_end(struct tlsm_json *j, char *buf);
+/* Take back what was written since mark (j->p, taken while the line was not full), room
+ * included: for an optional part that did not fit, or past its own budget. */
+static inline void tlsm_json_rewind(struct tlsm_json *j, char *mark)
+{
+    j->p = mark;
+    j->full = false;
+}
+
+/* After an optional entry written since mark: true when it fit; else it is taken back
+ * whole (the line goes on without it) and false. */
+static inline bool tlsm_json_entry_kept(struct tlsm_json *j, char *mark)
+{
+    if (!j->full)
+        return true;
+    tlsm_json_rewind(j, mark);
+    return false;
+}
 
 /* v is already JSON (an object or array built by the caller). */
 #define tlsm_json_raw(j, key, v)                                                                   \

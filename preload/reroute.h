@@ -32,6 +32,6 @@ void tlsm_reroute_end(struct tlsm_rec_state *st);
 /* Free the shadow (OpenSSL cleanses its key schedule on free). */
 void tlsm_reroute_detach(struct tlsm_rec_state *st);
 /* The end event's "reroute" object. */
-size_t tlsm_reroute_json(char *buf, size_t cap);
+void tlsm_reroute_write(struct tlsm_json *j);
 
 #endif

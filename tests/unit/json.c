@@ -1,6 +1,6 @@
 /* tests/unit/json.c: the preload's JSON writer against printf, linked directly (no preload):
  * integers at every digit count and sign, escaping, the bool/safe/raw helpers, nested
- * objects and arrays (and their misuse), bare values, overflow. */
+ * objects and arrays (and their misuse). */
 #include "json.h"
 
 #include <inttypes.h>
@@ -75,7 +75,7 @@ static void numbers(void)
 }
 
 /* Nested objects and arrays: first members, empty ones, items of every type, arrays of
- * arrays (stack frames), objects in arrays (end.libs), run-time keys, a bare value. */
+ * arrays (stack frames), objects in arrays (end.libs), run-time keys. */
 static void nesting(void)
 {
     char b[512];
@@ -122,31 +122,7 @@ static void nesting(void)
            "\"v\":[3,\"q\\\"\",\"aes\",false,true],\"f\":[[0,\"0x1f\"],[1,\"0x1f\"]],"
            "\"libs\":[{\"id\":1,\"hooks\":[\"SSL_read\"]},{}],\"fn_\\\"k\":0,\"z\":0}\n");
 
-    tlsm_json_value(&j, b, sizeof(b));
-    tlsm_json_obj_item(&j);
-    tlsm_json_bool(&j, "aesni", 1);
-    tlsm_json_bool(&j, "avx", 0);
-    tlsm_json_obj_end(&j);
-    expect("value", b, tlsm_json_value_end(&j, b), "{\"aesni\":true,\"avx\":false}");
-    if (b[strlen("{\"aesni\":true,\"avx\":false}")] != 0) {
-        printf("FAIL json value: not NUL-terminated\n");
-        failed++;
-    }
-    tlsm_json_value(&j, b, sizeof(b));
-    tlsm_json_arr_item(&j);
-    tlsm_json_arr_end(&j);
-    expect("value-empty", b, tlsm_json_value_end(&j, b), "[]");
-
-    /* Misuse and overflow drop the value whole: unclosed, closed twice, too deep, too long. */
-    char small[12];
-    tlsm_json_value(&j, small, sizeof(small));
-    tlsm_json_arr_item(&j);
-    tlsm_json_item_safe(&j, "0123456789");
-    tlsm_json_arr_end(&j);
-    if (tlsm_json_value_end(&j, small) != 0 || small[0]) {
-        printf("FAIL json value overflow: a value too long was not dropped\n");
-        failed++;
-    }
+    /* Misuse drops the line whole: left open, closed twice, too deep. */
     tlsm_json_begin(&j, b, sizeof(b), "x");
     tlsm_json_arr(&j, "a");
     if (tlsm_json_end(&j, b) != 0) {
@@ -168,6 +144,37 @@ static void nesting(void)
         printf("FAIL json nesting: past TLSM_JSON_DEPTH was not dropped\n");
         failed++;
     }
+}
+
+/* Run-time keys with their values (lib.caps, end.hooks), and optional entries: one that does
+ * not fit is taken back whole and the line goes on (end.blind). */
+static void entries(void)
+{
+    char b[80];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_obj(&j, "caps");
+    tlsm_json_key(&j, "aesni");
+    tlsm_json_bool_k(&j, TLSM_AFTER_KEY, 1);
+    tlsm_json_key(&j, "SSL_read");
+    tlsm_json_int_k(&j, TLSM_AFTER_KEY, 12);
+    tlsm_json_obj_end(&j);
+    tlsm_json_arr(&j, "l");
+    const char *items[] = {"a", "a path far too long for what is left of this line", "b"};
+    for (int i = 0; i < 3; i++) {
+        char *mark = j.p;
+        tlsm_json_obj_item(&j);
+        tlsm_json_str(&j, "p", items[i]);
+        tlsm_json_obj_end(&j);
+        if (tlsm_json_entry_kept(&j, mark) != (i != 1)) {
+            printf("FAIL json entries: entry %d kept %d\n", i, i == 1);
+            failed++;
+        }
+    }
+    tlsm_json_arr_end(&j);
+    expect("entries", b, tlsm_json_end(&j, b),
+           "{\"ev\":\"x\",\"caps\":{\"aesni\":true,\"SSL_read\":12},\"l\":[{\"p\":\"a\"},"
+           "{\"p\":\"b\"}]}\n");
 }
 
 /* A line that does not fit is dropped whole (0), never written half. */
@@ -209,9 +216,10 @@ int main(void)
     numbers();
     overflow();
     nesting();
+    entries();
     if (!failed)
         printf("PASS json writer: integers (every digit count and power of ten, signs, extremes), "
-               "escaping, "
-               "fixed-point numbers, helpers, nested objects and arrays, bare values, overflow\n");
+               "escaping, fixed-point numbers, helpers, nested objects and arrays, run-time keys, "
+               "entries taken back, overflow\n");
     return failed != 0;
 }
