@@ -7,6 +7,18 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* Both kinds keep n, sum, min and max alike (integer or real): one merge of cnt > 0 samples
+ * with that sum, min lo and max hi into h, for adding one value and for merging two. */
+#define SUMMARY_MERGE(h, cnt, s, lo, hi)                                                           \
+    do {                                                                                           \
+        if (!(h)->n || (lo) < (h)->min)                                                            \
+            (h)->min = (lo);                                                                       \
+        if (!(h)->n || (hi) > (h)->max)                                                            \
+            (h)->max = (hi);                                                                       \
+        (h)->n += (cnt);                                                                           \
+        (h)->sum += (s);                                                                           \
+    } while (0)
+
 int hist__log2_idx(uint64_t v)
 {
     return v ? 64 - __builtin_clzll(v) : 0;
@@ -76,12 +88,7 @@ void hist__add(struct hist *h, uint64_t v, uint64_t count)
 {
     if (!count)
         return;
-    if (!h->n || v < h->min)
-        h->min = v;
-    if (!h->n || v > h->max)
-        h->max = v;
-    h->n += count;
-    h->sum += v * count;
+    SUMMARY_MERGE(h, count, v * count, v, v);
     h->log2[hist__log2_idx(v)] += count;
     if (!h->ll)
         h->ll = xcalloc(HIST_LL_N, sizeof(*h->ll));
@@ -97,12 +104,7 @@ void hist__merge(struct hist *dst, const struct hist *src)
         return;
     if (!dst->ll)
         dst->ll = xcalloc(HIST_LL_N, sizeof(*dst->ll));
-    if (!dst->n || src->min < dst->min)
-        dst->min = src->min;
-    if (!dst->n || src->max > dst->max)
-        dst->max = src->max;
-    dst->n += src->n;
-    dst->sum += src->sum;
+    SUMMARY_MERGE(dst, src->n, src->sum, src->min, src->max);
     for (i = 0; i < HIST_LOG2_N; i++)
         dst->log2[i] += src->log2[i];
     for (i = 0; i < HIST_LL_N; i++)
@@ -204,12 +206,7 @@ void rhist__add(struct rhist *h, double v)
 {
     if (!h->bins)
         h->bins = xcalloc(RHIST_N, sizeof(*h->bins));
-    if (!h->n || v < h->min)
-        h->min = v;
-    if (!h->n || v > h->max)
-        h->max = v;
-    h->n++;
-    h->sum += v;
+    SUMMARY_MERGE(h, 1, v, v, v);
     rbin_add(h, rbin(v), 1);
 }
 
@@ -221,12 +218,7 @@ void rhist__merge(struct rhist *dst, const struct rhist *src)
         return;
     if (!dst->bins)
         dst->bins = xcalloc(RHIST_N, sizeof(*dst->bins));
-    if (!dst->n || src->min < dst->min)
-        dst->min = src->min;
-    if (!dst->n || src->max > dst->max)
-        dst->max = src->max;
-    dst->n += src->n;
-    dst->sum += src->sum;
+    SUMMARY_MERGE(dst, src->n, src->sum, src->min, src->max);
     dst->big += src->big;
     for (i = 0; i < RHIST_N; i++)
         if (src->bins[i])

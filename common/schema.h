@@ -1,11 +1,27 @@
 /* schema.h: the trace vocabulary of common/schema.def as C enums and name tables, shared by
  * the preload (writer) and the analyzer (reader) so the two cannot spell a name differently.
- * Lookups are static inline (a header used by both programs, no object file of its own). */
+ * Everything is static inline or static const (a header used by both programs, no object
+ * file of its own). For each list L: enum tlsm_L, TLSM_L_N, tlsm_L_name(value) (NULL past
+ * the end) and tlsm_L_parse(p, n) (the value named by the n bytes at p, not necessarily
+ * NUL-terminated, or -1: for readers of untrusted traces). */
 #ifndef TLSM_SCHEMA_H
 #define TLSM_SCHEMA_H
 
 #include <stddef.h>
 #include <string.h>
+
+#define TLSM_SCHEMA_LOOKUP(l, count)                                                               \
+    static inline const char *l##_name(enum l v)                                                   \
+    {                                                                                              \
+        return (unsigned)v < (count) ? l##_names[v] : NULL;                                        \
+    }                                                                                              \
+    static inline int l##_parse(const char *p, size_t n)                                           \
+    {                                                                                              \
+        for (int i = 0; i < (count); i++)                                                          \
+            if (strlen(l##_names[i]) == n && !memcmp(l##_names[i], p, n))                          \
+                return i;                                                                          \
+        return -1;                                                                                 \
+    }
 
 /* Event kinds: TLSM_EV_REC, ...; TLSM_EV_N of them. */
 enum tlsm_ev {
@@ -13,6 +29,11 @@ enum tlsm_ev {
 #include "schema.def"
     TLSM_EV_N
 };
+static const char *const tlsm_ev_names[TLSM_EV_N] __attribute__((unused)) = {
+#define SCHEMA_EV(id, name) name,
+#include "schema.def"
+};
+TLSM_SCHEMA_LOOKUP(tlsm_ev, TLSM_EV_N)
 
 /* Blind reasons: TLSM_BLIND_SYMBOLIC, ...; a set of them is a bit mask (1u << reason). */
 enum tlsm_blind {
@@ -20,6 +41,11 @@ enum tlsm_blind {
 #include "schema.def"
     TLSM_BLIND_N
 };
+static const char *const tlsm_blind_names[TLSM_BLIND_N] __attribute__((unused)) = {
+#define SCHEMA_BLIND(id, name) name,
+#include "schema.def"
+};
+TLSM_SCHEMA_LOOKUP(tlsm_blind, TLSM_BLIND_N)
 
 /* Capability bits of an instance (lib.caps keys). */
 enum tlsm_cap {
@@ -27,6 +53,11 @@ enum tlsm_cap {
 #include "schema.def"
     TLSM_CAP_N
 };
+static const char *const tlsm_cap_names[TLSM_CAP_N] __attribute__((unused)) = {
+#define SCHEMA_CAP(id, name) name,
+#include "schema.def"
+};
+TLSM_SCHEMA_LOOKUP(tlsm_cap, TLSM_CAP_N)
 
 /* Implementation classes (calib.impl, the report's class). */
 enum tlsm_class {
@@ -34,6 +65,11 @@ enum tlsm_class {
 #include "schema.def"
     TLSM_CLASS_N
 };
+static const char *const tlsm_class_names[TLSM_CLASS_N] __attribute__((unused)) = {
+#define SCHEMA_CLASS(id, name) name,
+#include "schema.def"
+};
+TLSM_SCHEMA_LOOKUP(tlsm_class, TLSM_CLASS_N)
 
 /* The analyzer's verdict ids. */
 enum tlsm_verdict {
@@ -41,69 +77,10 @@ enum tlsm_verdict {
 #include "schema.def"
     TLSM_VERDICT_N
 };
-
-/* The wire name of each value; NULL past the end. */
-static inline const char *tlsm_ev_name(enum tlsm_ev k)
-{
-    static const char *const n[] = {
-#define SCHEMA_EV(id, name) name,
-#include "schema.def"
-    };
-    return (unsigned)k < TLSM_EV_N ? n[k] : NULL;
-}
-
-static inline const char *tlsm_blind_name(enum tlsm_blind r)
-{
-    static const char *const n[] = {
-#define SCHEMA_BLIND(id, name) name,
-#include "schema.def"
-    };
-    return (unsigned)r < TLSM_BLIND_N ? n[r] : NULL;
-}
-
-static inline const char *tlsm_cap_name(enum tlsm_cap c)
-{
-    static const char *const n[] = {
-#define SCHEMA_CAP(id, name) name,
-#include "schema.def"
-    };
-    return (unsigned)c < TLSM_CAP_N ? n[c] : NULL;
-}
-
-static inline const char *tlsm_class_name(enum tlsm_class c)
-{
-    static const char *const n[] = {
-#define SCHEMA_CLASS(id, name) name,
-#include "schema.def"
-    };
-    return (unsigned)c < TLSM_CLASS_N ? n[c] : NULL;
-}
-
-static inline const char *tlsm_verdict_name(enum tlsm_verdict v)
-{
-    static const char *const n[] = {
+static const char *const tlsm_verdict_names[TLSM_VERDICT_N] __attribute__((unused)) = {
 #define SCHEMA_VERDICT(id, name) name,
 #include "schema.def"
-    };
-    return (unsigned)v < TLSM_VERDICT_N ? n[v] : NULL;
-}
-
-/* The value whose name is the n bytes at p, or -1: for readers of untrusted traces (p need
- * not be NUL-terminated). */
-#define TLSM_SCHEMA_PARSE(fn, name, count)                                                         \
-    static inline int fn(const char *p, size_t n)                                                  \
-    {                                                                                              \
-        for (int i = 0; i < (count); i++) {                                                        \
-            const char *s = name(i);                                                               \
-            if (strlen(s) == n && !memcmp(s, p, n))                                                \
-                return i;                                                                          \
-        }                                                                                          \
-        return -1;                                                                                 \
-    }
-TLSM_SCHEMA_PARSE(tlsm_ev_parse, tlsm_ev_name, TLSM_EV_N)
-TLSM_SCHEMA_PARSE(tlsm_blind_parse, tlsm_blind_name, TLSM_BLIND_N)
-TLSM_SCHEMA_PARSE(tlsm_cap_parse, tlsm_cap_name, TLSM_CAP_N)
-TLSM_SCHEMA_PARSE(tlsm_class_parse, tlsm_class_name, TLSM_CLASS_N)
-TLSM_SCHEMA_PARSE(tlsm_verdict_parse, tlsm_verdict_name, TLSM_VERDICT_N)
+};
+TLSM_SCHEMA_LOOKUP(tlsm_verdict, TLSM_VERDICT_N)
 
 #endif
