@@ -1,7 +1,7 @@
 /* tests/unit/json.c: the preload's JSON writer against printf, linked directly (no preload):
  * integers at every digit count and sign, escaping, the bool/safe/raw helpers, nested
  * objects and arrays (and their misuse). */
-#include "json.h"
+#include "base/json.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,0 +1,41 @@
+/* config.h: the TLSMETER_* settings, parsed once from one table (config.c). */
+#ifndef TLSM_CONFIG_H
+#define TLSM_CONFIG_H
+
+#include "base/json.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum tlsm_crypto_mode { TLSM_MODE_NATIVE, TLSM_MODE_HW, TLSM_MODE_SOFT };
+
+struct tlsm_config {
+    const char *out; /* path template: %p pid, %t start time, %% */
+    bool disable;
+    bool reads;
+    bool records;
+    bool quiet;
+    bool help;
+    bool calibrate;
+    enum tlsm_crypto_mode crypto;
+    unsigned verify; /* every Nth rerouted record decrypted both ways; 0 = off */
+    unsigned stacks; /* one stack every N events per call site; 0 = off */
+    const char *backend_lib;
+    const char *backend_propq;
+    bool test_corrupt; /* tests only: damage verified backend output */
+    unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
+};
+
+extern struct tlsm_config tlsm_cfg;
+/* Why TLSMETER_CRYPTO fell back to native ("" when it did not), for the trace. */
+extern char tlsm_config_crypto_error[128];
+
+/* Parse the environment into tlsm_cfg; warns once per malformed or unknown variable. */
+void tlsm_config_load(void);
+/* The header's "config" member: the settings in effect, by name. */
+void tlsm_config_write(struct tlsm_json *j);
+/* Print the table (name, type, default, help) to fd: TLSMETER_HELP=1 and the wrapper's --help. */
+void tlsm_config_print_help(int fd);
+const char *tlsm_mode_name(enum tlsm_crypto_mode m);
+
+#endif
