@@ -217,7 +217,8 @@ include $(wildcard $(DEPFILES))
 # (seconds). make check runs the same programs (tests/cases/unit-preload.sh).
 UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime
 $(O)/tests/unit/recsm: tests/unit/recsm.c preload/core/recsm.c preload/core/recsm.h preload/base/cpumark.h
-$(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h
+$(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h common/schema.h \
+	common/schema.def
 $(O)/tests/unit/cputime: tests/unit/cputime.c preload/base/clock.c preload/arch/$(ARCH)/cpu.c \
 	preload/trace/cputime.h preload/base/clock.h preload/trace/thread.h preload/base/fn.h \
 	preload/base/hooks.def preload/base/cpumark.h preload/arch/arch.h preload/arch/$(ARCH)/counter.h

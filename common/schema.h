@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <string.h>
 
+/* The wire name of event kind ID as a constant: TLSM_EV(REC) is "rec". */
+#define TLSM_EV(id) (tlsm_ev_names[TLSM_EV_##id])
+
 #define TLSM_SCHEMA_LOOKUP(l, count)                                                               \
     static inline const char *l##_name(enum l v)                                                   \
     {                                                                                              \

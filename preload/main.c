@@ -129,7 +129,7 @@ static size_t end_line(char *buf, size_t cap)
     tlsm_trace_counts(&events, &dropped);
     getrusage(RUSAGE_SELF, &ru);
     uint64_t now = tlsm_now();
-    tlsm_json_begin(&j, buf, cap, "end");
+    tlsm_json_begin(&j, buf, cap, TLSM_EV(END));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(now - tlsm_trace_t0));
     tlsm_json_int(&j, "events", (int64_t)events + 1); /* + the header */
     tlsm_json_int(&j, "dropped", (int64_t)dropped);

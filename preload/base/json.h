@@ -10,6 +10,8 @@
 #ifndef TLSM_JSON_H
 #define TLSM_JSON_H
 
+#include "common/schema.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +38,8 @@ static inline void tlsm_json_put(struct tlsm_json *j, const char *s, size_t n)
 
 #define TLSM_KEY(key) ",\"" key "\":", sizeof(",\"" key "\":") - 1
 
+/* Start a line of kind ev: TLSM_EV(REC) and the like, the schema's names (common/schema.def),
+ * so a kind the schema does not list does not build. */
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev);
 /* Writes the decimal digits of u at dst; returns how many (1..20). */
 size_t tlsm_json_digits(char *dst, uint64_t u);

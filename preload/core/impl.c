@@ -154,7 +154,7 @@ static void build(struct impl *m)
     if (k->stream)
         tlsm_code_identify(k->stream, &s);
     const char *aes = aes_name(&b, &s), *gh = ghash_name(&g);
-    tlsm_json_begin(&j, m->line, sizeof(m->line), "impl");
+    tlsm_json_begin(&j, m->line, sizeof(m->line), TLSM_EV(IMPL));
     tlsm_json_int(&j, "id", m->id);
     tlsm_json_int(&j, "lib", k->lib->lib_id);
     tlsm_json_safe(&j, "layout", layout_of(k->lib) == LAYOUT_30 ? "3.0" : "3.2");

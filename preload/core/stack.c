@@ -125,7 +125,7 @@ static int module_of(uintptr_t addr, uintptr_t *off)
     snprintf(base, sizeof(base), "0x%lx", (unsigned long)lm->l_addr);
     tlsm_build_id(lm, bid, sizeof(bid));
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "module");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(MODULE));
     tlsm_json_int(&j, "id", nmodules);
     tlsm_json_str(&j, "path", path);
     tlsm_json_str(&j, "base", base);
@@ -140,7 +140,7 @@ static void write_stack(const struct stack_entry *e)
 {
     char line[TLSM_LINE_MAX]; /* MAX_DEPTH frames of at most 30 bytes fit */
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "stack");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(STACK));
     tlsm_json_int(&j, "id", e->id);
     tlsm_json_arr(&j, "frames");
     for (int i = 0; i < e->depth; i++) {

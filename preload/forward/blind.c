@@ -256,7 +256,7 @@ static void write_blind_event(const struct blind *b)
 {
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", b->path);
     tlsm_json_str(&j, "build_id", b->build_id);
@@ -296,7 +296,7 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
     char line[TLSM_LINE_MAX], bid[80];
     struct tlsm_json j;
     tlsm_build_id(lib->lm, bid, sizeof(bid));
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_int(&j, "tid", tlsm_th.tid);
     tlsm_json_int(&j, "conn", conn);
@@ -373,7 +373,7 @@ static void write_fwd_event(const struct fwd_pair *p)
 {
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "fwd");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(FWD));
     tlsm_json_str(&j, "from", p->from->path);
     tlsm_json_int(&j, "lib", p->to->lib_id);
     tlsm_json_str(&j, "to", p->to->path);

@@ -206,7 +206,7 @@ static void write_event(struct caller *c)
     snprintf(text, sizeof(text),
              "its GOT slots for %s point past tlsmeter's hooks, straight into %s (%s)", fns,
              c->bound_to, scope_words(c));
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", c->path);
     tlsm_json_str(&j, "build_id", c->build_id);

@@ -205,7 +205,7 @@ static void write_lib_event(struct tlsm_obj *o)
     const char *cpuinfo = version_str(o, OPENSSL_CPU_INFO);
     snprintf(base, sizeof(base), "0x%lx", (unsigned long)o->lm->l_addr);
     tlsm_build_id(o->lm, bid, sizeof(bid));
-    tlsm_json_begin(&j, line, sizeof(line), "lib");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(LIB));
     tlsm_json_int(&j, "id", o->lib_id);
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", o->path);

@@ -63,7 +63,7 @@ static void write_event(struct other *o, enum other_kind k)
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
     o->gen = tlsm_trace_generation();
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", o->path);
     tlsm_json_str(&j, "build_id", o->build_id);

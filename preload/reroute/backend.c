@@ -183,7 +183,7 @@ static void write_lib_event(struct tlsm_backend *b)
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
     const char *cpuinfo = b->OpenSSL_version(OPENSSL_CPU_INFO);
-    tlsm_json_begin(&j, line, sizeof(line), "lib");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(LIB));
     tlsm_json_int(&j, "id", b->lib_id);
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", b->source);

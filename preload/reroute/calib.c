@@ -81,7 +81,7 @@ static void emit(struct tlsm_backend *b, const char *cipher, double nspb, int n)
 {
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "calib");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CALIB));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "cipher", cipher);
     /* ChaCha20 has no dedicated instructions: its fast path is SIMD (AVX2/NEON). */

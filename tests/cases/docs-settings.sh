@@ -8,8 +8,8 @@
 # and a GnuTLS program (wget: a blind event); and every key written, with its JSON type, and
 # every blind reason, capability and class name written is in common/schema.def. (3) The
 # schema against the docs: every kind and key of it documented in its section, every blind
-# reason, capability and class name in the docs, every verdict id in docs/analyzer.md, and a
-# case for every kind in the analyzer's reader. tests/tools/doccheck.py does the comparing.
+# reason, capability and class name in the docs, every verdict id in docs/analyzer.md, a
+# case for every kind in the analyzer's reader, and its table of hot keys the schema's. tests/tools/doccheck.py does the comparing.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -23,8 +23,9 @@ SCHEMA=$TLSM_TOP/common/schema.def
 
 # (3) The schema and the docs (no trace needed).
 reader=$(find "$TLSM_TOP/analyzer" -name reader.c | head -n 1)
-check "docs-settings: common/schema.def is documented and the reader handles its kinds" \
-    "$TLSM_PY" "$TOOL" schema "$SCHEMA" "$DOC" "$TLSM_TOP/docs/analyzer.md" "$reader"
+fields=$(find "$TLSM_TOP/analyzer" -name event.c | head -n 1)
+check "docs-settings: common/schema.def is documented and the reader handles its kinds and keys" \
+    "$TLSM_PY" "$TOOL" schema "$SCHEMA" "$DOC" "$TLSM_TOP/docs/analyzer.md" "$reader" "$fields"
 
 # (1) Settings. /bin/true, not the shell's builtin: the preload must be loaded.
 TLSMETER_HELP=1 TLSMETER_DISABLE=1 run_traced /bin/true 2>"$d/help.txt"

@@ -8,12 +8,14 @@
   doccheck.py keys --schema common/schema.def docs/trace-format.md TRACE...   the same, and
                                                every kind, key (with its type) and name the
                                                traces hold is in the schema
-  doccheck.py schema common/schema.def docs/trace-format.md docs/analyzer.md READER.c
+  doccheck.py schema common/schema.def docs/trace-format.md docs/analyzer.md READER.c EVENT.c
                                                every kind and key of the schema is documented
                                                in its section; every blind reason, capability
                                                and class name in trace-format.md, every verdict
                                                id in analyzer.md; the analyzer's reader has a
-                                               case for every kind
+                                               case for every kind, and each key of its hot-kind
+                                               table (EVENT.c) is a rec, read or conn key of the
+                                               schema, with the schema's type
 Prints one line per finding; exit 1 if any, else a one-line summary.
 """
 import json
@@ -167,7 +169,28 @@ def keys(doc_path, traces, schema_path=None):
         len(seen), n, lines, ' and in the schema' if sc else '')
 
 
-def schema(schema_path, doc_path, analyzer_doc, reader_path):
+FIELD_ROW = re.compile(r'^\s*\{"([a-z_]+)", FT_(INT|STR|BOOL), ', re.M)
+
+
+def hot_fields(sc, event_path, bad):
+    """The analyzer's table of the keys it reads from rec, read and conn lines."""
+    rows = FIELD_ROW.findall(open(event_path).read())
+    if not rows:
+        bad.append('%s: no {"key", FT_...} rows read' % event_path)
+    for key, typ in rows:
+        if key == 'ev':
+            continue
+        types = {sc['keys'].get(k, {}).get(key) for k in ('rec', 'read', 'conn')} - {None}
+        if not types:
+            bad.append('%s: the reader reads key %s, no rec/read/conn key of the schema' %
+                       (event_path, key))
+        elif typ not in types:
+            bad.append('%s: the reader reads %s as %s, the schema says %s' %
+                       (event_path, key, typ, '/'.join(sorted(types))))
+    return len(rows)
+
+
+def schema(schema_path, doc_path, analyzer_doc, reader_path, event_path):
     sc = load_schema(schema_path)
     common, by_kind = sections(doc_path)
     m = re.search(r'^\| `ev` \|[^\n]*', common, re.M)
@@ -199,10 +222,12 @@ def schema(schema_path, doc_path, analyzer_doc, reader_path):
             # `name`, or "name" inside a quoted JSON example (`["ktls"]`, `{"aesni":bool}`)
             if not re.search(r'[`"]%s[`"]' % re.escape(name), text):
                 bad.append('%s %s: in the schema, not in %s' % (what.lower(), name, where))
+    nfields = hot_fields(sc, event_path, bad)
     return bad, ('%d kinds, %d keys, %d blind reasons, %d capabilities, %d classes, %d verdicts '
-                 'of the schema documented; the reader handles every kind' %
+                 'of the schema documented; the reader handles every kind and its %d hot keys '
+                 'are the schema\'s' %
                  (len(sc['EV']), nkeys, len(sc['BLIND']), len(sc['CAP']), len(sc['CLASS']),
-                  len(sc['VERDICT'])))
+                  len(sc['VERDICT']), nfields))
 
 
 def main():
@@ -212,7 +237,7 @@ def main():
         bad, ok = keys(sys.argv[4], sys.argv[5:], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == 'keys':
         bad, ok = keys(sys.argv[2], sys.argv[3:])
-    elif len(sys.argv) == 6 and sys.argv[1] == 'schema':
+    elif len(sys.argv) == 7 and sys.argv[1] == 'schema':
         bad, ok = schema(*sys.argv[2:])
     else:
         sys.exit(__doc__)
