@@ -74,6 +74,30 @@ static const char *const tlsm_class_names[TLSM_CLASS_N] __attribute__((unused)) 
 };
 TLSM_SCHEMA_LOOKUP(tlsm_class, TLSM_CLASS_N)
 
+/* The AES code of an impl event (impl.aes). */
+enum tlsm_aes {
+#define SCHEMA_AES(id, name) TLSM_AES_##id,
+#include "schema.def"
+    TLSM_AES_N
+};
+static const char *const tlsm_aes_names[TLSM_AES_N] __attribute__((unused)) = {
+#define SCHEMA_AES(id, name) name,
+#include "schema.def"
+};
+TLSM_SCHEMA_LOOKUP(tlsm_aes, TLSM_AES_N)
+
+/* The GHASH code of an impl event (impl.ghash). */
+enum tlsm_ghash {
+#define SCHEMA_GHASH(id, name) TLSM_GHASH_##id,
+#include "schema.def"
+    TLSM_GHASH_N
+};
+static const char *const tlsm_ghash_names[TLSM_GHASH_N] __attribute__((unused)) = {
+#define SCHEMA_GHASH(id, name) name,
+#include "schema.def"
+};
+TLSM_SCHEMA_LOOKUP(tlsm_ghash, TLSM_GHASH_N)
+
 /* The analyzer's verdict ids. */
 enum tlsm_verdict {
 #define SCHEMA_VERDICT(id, name) TLSM_VERDICT_##id,

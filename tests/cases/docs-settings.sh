@@ -6,10 +6,11 @@
 # that kind's section: a download with stacks, calibration and an unknown setting (a warn
 # event) on, a forked child, a download rerouted to the hardware backend with verification,
 # and a GnuTLS program (wget: a blind event); and every key written, with its JSON type, and
-# every blind reason, capability and class name written is in common/schema.def. (3) The
-# schema against the docs: every kind and key of it documented in its section, every blind
-# reason, capability and class name in the docs, every verdict id in docs/analyzer.md, a
-# case for every kind in the analyzer's reader, and its table of hot keys the schema's. tests/tools/doccheck.py does the comparing.
+# every blind reason, capability, class, AES and GHASH name written is in common/schema.def.
+# (3) The schema against the docs: every kind and key of it documented in its section, every
+# blind reason, capability, class, AES and GHASH name in the docs, every verdict id in
+# docs/analyzer.md, a case for every kind in the analyzer's reader, and its table of hot keys
+# the schema's. tests/tools/doccheck.py does the comparing.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -10,8 +10,8 @@
                                                traces hold is in the schema
   doccheck.py schema common/schema.def docs/trace-format.md docs/analyzer.md READER.c EVENT.c
                                                every kind and key of the schema is documented
-                                               in its section; every blind reason, capability
-                                               and class name in trace-format.md, every verdict
+                                               in its section; every blind reason, capability,
+                                               class, AES and GHASH name in trace-format.md, every verdict
                                                id in analyzer.md; the analyzer's reader has a
                                                case for every kind, and each key of its hot-kind
                                                table (EVENT.c) is a rec, read or conn key of the
@@ -30,8 +30,8 @@ NESTED = {('lib', 'caps'), ('end', 'overhead_ns'), ('end', 'reroute'), ('end', '
           ('end', 'blind'), ('blind', 'calls')}
 
 
-SCHEMA_LINE = re.compile(r'^SCHEMA_(EV|KEY|BLIND|CAP|CLASS|VERDICT)\((\w+), "([^"]+)"(?:, (\w+))?\)',
-                         re.M)
+SCHEMA_LINE = re.compile(r'^SCHEMA_(EV|KEY|BLIND|CAP|CLASS|AES|GHASH|VERDICT)\((\w+), "([^"]+)"'
+                         r'(?:, (\w+))?\)', re.M)
 JSON_TYPES = {'INT': (int,), 'STR': (str,), 'BOOL': (bool,), 'NUM': (int, float), 'OBJ': (dict,),
               'ARR': (list,)}
 
@@ -39,7 +39,8 @@ JSON_TYPES = {'INT': (int,), 'STR': (str,), 'BOOL': (bool,), 'NUM': (int, float)
 def load_schema(path):
     """The lists of common/schema.def: kinds {ID: name}, keys {kind name: {key: TYPE}}, and
     the name lists blind, cap, class, verdict."""
-    sc = {'EV': {}, 'KEY': {}, 'BLIND': [], 'CAP': [], 'CLASS': [], 'VERDICT': []}
+    sc = {'EV': {}, 'KEY': {}, 'BLIND': [], 'CAP': [], 'CLASS': [], 'AES': [], 'GHASH': [],
+          'VERDICT': []}
     for what, ident, name, typ in SCHEMA_LINE.findall(open(path).read()):
         if what == 'EV':
             sc['EV'][ident] = name
@@ -130,6 +131,9 @@ def against_schema(sc, kind, e, bad):
             bad.append('%s: blind reason %r not in the schema' % (kind, r))
     if kind == 'calib' and e.get('impl') not in sc['CLASS']:
         bad.append('calib.impl %r: not a class of the schema' % e.get('impl'))
+    for key in ('aes', 'ghash') if kind == 'impl' else ():
+        if e.get(key) not in sc[key.upper()]:
+            bad.append('impl.%s %r: not %s code of the schema' % (key, e.get(key), key))
 
 
 def keys(doc_path, traces, schema_path=None):
@@ -217,17 +221,18 @@ def schema(schema_path, doc_path, analyzer_doc, reader_path, event_path):
         if ident not in sc['EV']:
             bad.append('SCHEMA_KEY(%s, ...): no SCHEMA_EV %s' % (ident, ident))
     for what, text, where in (('BLIND', doc, doc_path), ('CAP', doc, doc_path),
+                              ('AES', doc, doc_path), ('GHASH', doc, doc_path),
                               ('CLASS', doc + adoc, 'the docs'), ('VERDICT', adoc, analyzer_doc)):
         for name in sc[what]:
             # `name`, or "name" inside a quoted JSON example (`["ktls"]`, `{"aesni":bool}`)
             if not re.search(r'[`"]%s[`"]' % re.escape(name), text):
                 bad.append('%s %s: in the schema, not in %s' % (what.lower(), name, where))
     nfields = hot_fields(sc, event_path, bad)
-    return bad, ('%d kinds, %d keys, %d blind reasons, %d capabilities, %d classes, %d verdicts '
-                 'of the schema documented; the reader handles every kind and its %d hot keys '
-                 'are the schema\'s' %
+    return bad, ('%d kinds, %d keys, %d blind reasons, %d capabilities, %d classes, %d AES and '
+                 '%d GHASH codes, %d verdicts of the schema documented; the reader handles every '
+                 'kind and its %d hot keys are the schema\'s' %
                  (len(sc['EV']), nkeys, len(sc['BLIND']), len(sc['CAP']), len(sc['CLASS']),
-                  len(sc['VERDICT']), nfields))
+                  len(sc['AES']), len(sc['GHASH']), len(sc['VERDICT']), nfields))
 
 
 def main():
