@@ -383,7 +383,7 @@ static void write_fwd(const struct got_obj *g, const struct tlsm_obj *to, uint64
         return;
     snprintf(list + n, sizeof(list) - n, "]");
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "fwd");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(FWD));
     tlsm_json_str(&j, "from", g->path);
     tlsm_json_int(&j, "lib", to->lib_id);
     tlsm_json_str(&j, "to", to->path);

@@ -79,8 +79,9 @@ unsigned tlsm_obj_reach_of(const struct link_map *lm);
 /* The "+"-joined names of reach bits ("table+entry"), "" for 0. */
 const char *tlsm_reach_name(unsigned reach, char *buf, size_t cap);
 void tlsm_obj_mark_stale(void);
-/* For the end event: every described instance with the hooks that resolved into it. */
-size_t tlsm_obj_end_json(char *buf, size_t cap);
+/* The end event's "libs": every described instance with the hooks that resolved into it;
+ * [] when they do not fit their share of the line. */
+void tlsm_obj_end_write(struct tlsm_json *j);
 int tlsm_next_lib_id(void);
 /* The OpenSSL 1.x version text of the registered object lm, NULL if it is not one. */
 const char *tlsm_obj_old_abi(const struct link_map *lm);

@@ -50,7 +50,7 @@ static void note(int fn, int fd, size_t asked, ssize_t got, int err, const void 
     char line[256];
     struct tlsm_json j;
     tlsm_th.guard++;
-    tlsm_json_begin(&j, line, sizeof(line), "sockread");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(SOCKREAD));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_int(&j, "tid", tlsm_th.tid);
     tlsm_json_int(&j, "lib", o->lib_id);
