@@ -1,0 +1,71 @@
+/* hs.h: where one connection's handshake CPU goes. The handshake hooks (hook_hs.c) time the
+ * libcrypto calls libssl makes inside a handshake-driving SSL_* call as parts; conn.c keeps
+ * one struct tlsm_hs per connection and writes it as the open event's `hs` object.
+ * Nesting: a part is the outermost hooked call only (X509_verify_cert's signature checks
+ * are chain verification, not `verify`), so parts never overlap and add up to at most the
+ * handshake's own time (docs/handshake.md). */
+#ifndef TLSM_HS_H
+#define TLSM_HS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum tlsm_hs_part {
+    TLSM_HS_NONE,       /* no part in flight on the thread */
+    TLSM_HS_CERT_PARSE, /* the peer's certificates, as libssl parses them */
+    TLSM_HS_CERT_LOAD,  /* certificates libcrypto parses itself: a trust store loaded */
+    TLSM_HS_CHAIN_VERIFY,
+    TLSM_HS_SIGN,
+    TLSM_HS_VERIFY,
+    TLSM_HS_KEY_EXCHANGE,
+    TLSM_HS_KEY_SCHEDULE,
+    TLSM_HS_NPARTS
+};
+
+/* A public key, as certificates and signatures name it: "rsa2048", "ec256", "ed25519". */
+struct tlsm_hs_key {
+    uint16_t bits;
+    uint8_t kind; /* enum tlsm_hs_key_kind, 0 unknown */
+};
+
+enum tlsm_hs_key_kind {
+    TLSM_KEY_NONE,
+    TLSM_KEY_RSA,
+    TLSM_KEY_RSA_PSS,
+    TLSM_KEY_EC,
+    TLSM_KEY_ED25519,
+    TLSM_KEY_ED448,
+    TLSM_KEY_DSA,
+    TLSM_KEY_MAC,
+    TLSM_KEY_OTHER
+};
+
+#define TLSM_HS_CERTS 6 /* certificates listed per connection; more are only counted */
+
+struct tlsm_hs_cert {
+    uint32_t bytes; /* DER length parsed */
+    struct tlsm_hs_key key;
+};
+
+struct tlsm_hs {
+    uint64_t ns;      /* on-CPU ns inside the connection's handshake-driving calls */
+    uint32_t calls;   /* such calls (a non-blocking handshake takes several) */
+    uint32_t preempt; /* parts during which the thread was switched out */
+    uint64_t part_ns[TLSM_HS_NPARTS];
+    uint32_t part_calls[TLSM_HS_NPARTS];
+    uint16_t ncerts;  /* certificates parsed (the first TLSM_HS_CERTS listed) */
+    uint16_t tickets; /* session tickets encrypted (server: issued) */
+    struct tlsm_hs_cert certs[TLSM_HS_CERTS];
+    struct tlsm_hs_key sign_key, verify_key; /* of the last signature made / checked */
+};
+
+extern const char *const tlsm_hs_part_names[TLSM_HS_NPARTS];
+
+/* The key's trace name into buf ("rsa2048"); "" when unknown. */
+void tlsm_hs_key_name(const struct tlsm_hs_key *k, char *buf, size_t cap);
+/* The hs object (without its key) into buf: {"ns":..,"parts":{..},"certs":[..],..};
+ * resumed: SSL_session_reused (-1 unknown). Returns its length, 0 when it does not fit. */
+size_t tlsm_hs_json(const struct tlsm_hs *hs, int resumed, char *buf, size_t cap);
+
+#endif
