@@ -130,6 +130,11 @@ static struct conn *conn_get(struct model *m, struct trace *t, int64_t id)
     return c;
 }
 
+struct conn *model__conn(struct model *m, struct trace *t, int64_t id)
+{
+    return conn_get(m, t, id);
+}
+
 static struct thread *thread_get(struct model *m, struct trace *t, int64_t tid)
 {
     uint32_t ti = trace_idx(m, t);

@@ -5,6 +5,7 @@
 #define TLSM_MODEL_H
 
 #include "event.h"
+#include "handshake.h"
 #include "hist.h"
 #include "imap.h"
 #include "stacks.h"
@@ -185,6 +186,7 @@ struct conn {
     int64_t hs_ns, hs_call_ns;
     bool opened, closed;
     struct stats st;
+    struct conn_hs hs; /* issue 18: the handshake's parts (hs.have: the trace has them) */
 };
 
 struct thread {
@@ -242,6 +244,9 @@ int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t e
 /* A rec's impl id into its bucket (ct: its ciphertext bytes). */
 void model__bucket_impl(struct bucket *b, const struct event *e, uint64_t ct);
 const struct impl_ev *trace__impl(const struct trace *t, int64_t id);
+
+/* The connection id of trace t (created on first mention). */
+struct conn *model__conn(struct model *m, struct trace *t, int64_t id);
 
 /* Derived figures. */
 int64_t trace__duration(const struct trace *t);

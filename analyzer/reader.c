@@ -78,7 +78,9 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
     case EV_CONN:
         if (event__from_json(&r->ev, o, err, errlen))
             return -1;
-        return model__event(r->m, r->t, &r->ev, err, errlen);
+        if (model__event(r->m, r->t, &r->ev, err, errlen))
+            return -1;
+        return k == EV_CONN ? model__conn_hs(r->m, r->t, o, err, errlen) : 0;
     default:
         if (!strcmp(json_string_value(json_object_get(o, "ev")), "warn"))
             return warn_event(r->t, o);
