@@ -60,6 +60,10 @@ static const struct opt opts[] = {
      "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
      "wall), perf, rseq, wall",
      &tlsm_cfg.cputime},
+    {"TLSMETER_CERTS", OPT_STRING, "",
+     "DIR: save each peer certificate the handshakes parse as DIR/cert-ID.der (0600), for "
+     "scripts/tlsmeter-certs; off by default (certificates can be private)",
+     &tlsm_cfg.certs},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };

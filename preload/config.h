@@ -22,6 +22,7 @@ struct tlsm_config {
     const char *backend_propq;
     bool test_corrupt; /* tests only: damage verified backend output */
     unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
+    const char *certs; /* TLSMETER_CERTS: directory for peer certificates (hs_certs.c) */
 };
 
 extern struct tlsm_config tlsm_cfg;

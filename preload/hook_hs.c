@@ -4,6 +4,7 @@
  * machine, transcript hashing, ticket encoding) are not reachable and stay in "other".
  * Outside a handshake-driving SSL_* call, or nested inside a part, a hook only forwards. */
 #include "clock.h"
+#include "config.h"
 #include "cputime.h"
 #include "hook.h"
 #include "hs.h"
@@ -145,6 +146,8 @@ TLSM_EXPORT X509 *d2i_X509(X509 **a, const unsigned char **in, long len)
             tlsm_th.guard--;
         }
         c->key = key_of(f.target, pk);
+        if (tlsm_cfg.certs && *tlsm_cfg.certs && start)
+            c->der_id = tlsm_hs_save_cert(start, c->bytes);
     }
     if (x && hs->ncerts < UINT16_MAX)
         hs->ncerts++;

@@ -70,7 +70,10 @@ size_t tlsm_hs_json(const struct tlsm_hs *hs, int resumed, char *buf, size_t cap
     PUT(",\"certs\":[");
     for (int i = 0; i < hs->ncerts && i < TLSM_HS_CERTS; i++) {
         tlsm_hs_key_name(&hs->certs[i].key, key, sizeof(key));
-        PUT("%s{\"bytes\":%u,\"key\":\"%s\"}", i ? "," : "", hs->certs[i].bytes, key);
+        PUT("%s{\"bytes\":%u,\"key\":\"%s\"", i ? "," : "", hs->certs[i].bytes, key);
+        if (hs->certs[i].der_id)
+            PUT(",\"der\":\"cert-%016llx.der\"", (unsigned long long)hs->certs[i].der_id);
+        PUT("}");
     }
     PUT("]");
     if (hs->ncerts > TLSM_HS_CERTS)

@@ -46,6 +46,7 @@ enum tlsm_hs_key_kind {
 struct tlsm_hs_cert {
     uint32_t bytes; /* DER length parsed */
     struct tlsm_hs_key key;
+    uint64_t der_id; /* saved as cert-ID.der under TLSMETER_CERTS (hs_certs.c), 0: not saved */
 };
 
 struct tlsm_hs {
@@ -62,6 +63,8 @@ struct tlsm_hs {
 
 extern const char *const tlsm_hs_part_names[TLSM_HS_NPARTS];
 
+/* TLSMETER_CERTS: save der once as DIR/cert-ID.der; returns ID, 0 when not saved. */
+uint64_t tlsm_hs_save_cert(const unsigned char *der, size_t len);
 /* The key's trace name into buf ("rsa2048"); "" when unknown. */
 void tlsm_hs_key_name(const struct tlsm_hs_key *k, char *buf, size_t cap);
 /* The hs object (without its key) into buf: {"ns":..,"parts":{..},"certs":[..],..};
