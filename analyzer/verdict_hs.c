@@ -135,7 +135,7 @@ static void signatures(struct summary *s)
                 s, "signature-cost", "info",
                 "%s signatures are %s of handshake time (%s each): an ECDSA "
                 "P-256 certificate signs several times faster "
-                "(scripts/tlsmeter-speed --handshake measures both here)",
+                "(scripts/tlsmeter-certs measures both here)",
                 h->sigs[i].key,
                 fmt_pct(&a, (double)h->part_ns[HP_SIGN] / (double)h->parts_total_ns),
                 fmt_ns(&b, ni));
