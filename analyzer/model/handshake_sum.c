@@ -185,6 +185,8 @@ json_t *hs_summary__json(const struct hs_summary *h, int64_t cpu_ns)
     json_t *o = json_object();
 
     json_object_set_new(o, "connections", json_integer((json_int_t)h->conns));
+    if (!h->conns)
+        return o; /* a trace without handshake parts (older writer, or no handshake) */
     json_object_set_new(o, "full", json_integer((json_int_t)h->full));
     json_object_set_new(o, "resumed", json_integer((json_int_t)h->resumed));
     json_object_set_new(o, "clients", json_integer((json_int_t)h->clients));

@@ -76,8 +76,10 @@ void report_compare_hs(FILE *out, const struct summary *a, const struct summary 
         return;
     fprintf(out, "%-22s %22llu %22llu\n", "handshakes", U(x->conns), U(y->conns));
     fprintf(out, "%-22s %22llu %22llu\n", "  resumed", U(x->resumed), U(y->resumed));
-    row(out, "  per conn p50", (double)x->p50_ns, (double)y->p50_ns);
-    row(out, "  per conn p90", (double)x->p90_ns, (double)y->p90_ns);
+    row(out, "  per conn p50", x->conns ? (double)x->p50_ns : -1,
+        y->conns ? (double)y->p50_ns : -1);
+    row(out, "  per conn p90", x->conns ? (double)x->p90_ns : -1,
+        y->conns ? (double)y->p90_ns : -1);
     for (k = 0; k <= HP_OTHER; k++) {
         if (k < HP_OTHER && !x->part_calls[k] && !y->part_calls[k])
             continue;
