@@ -41,25 +41,6 @@ static int64_t ns_since_t0(uint64_t ticks)
     return (int64_t)tlsm_ticks_to_ns(ticks - tlsm_trace_t0);
 }
 
-/* The thread's on-CPU ns for a handshake total. A handshake call may block on the network
- * (a blocking server's SSL_accept waits for the client inside it): the per-record methods
- * would only flag that as switched out, so unless the task clock is exact here, read the
- * thread CPU clock (a system call, ~1 us, twice per handshake call: rare next to the
- * handshake's own hundreds of microseconds). */
-static uint64_t hs_cpu_now(struct tlsm_thread *th)
-{
-    if (__builtin_expect(th->cpu_kind == TLSM_CPU_UNSET, 0))
-        tlsm_cpu_thread_setup(th);
-    uint64_t ns;
-    uint32_t seq;
-    if (th->cpu_kind == TLSM_CPU_PERF_CLOCK && tlsm_perf_clock(th->cpu_page, &ns, &seq))
-        return ns;
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-        return tlsm_ticks_to_ns(tlsm_now());
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
     struct tlsm_thread *th = &tlsm_th;
@@ -76,7 +57,7 @@ void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj
     sc->prev_hs = th->hs_cur;
     sc->hs_on = cs && !cs->opened;
     if (sc->hs_on) {
-        sc->hs_cpu0 = hs_cpu_now(th);
+        sc->hs_cpu0 = tlsm_hs_cpu_now(th);
         th->hs_cur = &cs->hs;
         th->hs_part = TLSM_HS_NONE;
     }
@@ -89,7 +70,7 @@ static void hs_account(struct tlsm_conn_scope *sc)
         return;
     sc->hs_on = false;
     struct tlsm_thread *th = &tlsm_th;
-    sc->cs->hs.ns += hs_cpu_now(th) - sc->hs_cpu0;
+    sc->cs->hs.ns += tlsm_hs_cpu_now(th) - sc->hs_cpu0;
     sc->cs->hs.calls++;
     th->hs_cur = sc->prev_hs;
 }

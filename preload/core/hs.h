@@ -7,9 +7,14 @@
 #ifndef TLSM_HS_H
 #define TLSM_HS_H
 
+#include "base/clock.h"
+#include "trace/cputime.h"
+#include "trace/thread.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 enum tlsm_hs_part {
     TLSM_HS_NONE,       /* no part in flight on the thread */
@@ -70,5 +75,24 @@ void tlsm_hs_key_name(const struct tlsm_hs_key *k, char *buf, size_t cap);
 /* The hs object (without its key) into buf: {"ns":..,"parts":{..},"certs":[..],..};
  * resumed: SSL_session_reused (-1 unknown). Returns its length, 0 when it does not fit. */
 size_t tlsm_hs_json(const struct tlsm_hs *hs, int resumed, char *buf, size_t cap);
+
+/* The thread's on-CPU ns for a handshake total. A handshake call may block on the network
+ * (a blocking server's SSL_accept waits for the client inside it): the per-record methods
+ * would only flag that as switched out, so unless the task clock is exact here, read the
+ * thread CPU clock (a system call, ~1 us, twice per handshake call: rare next to the
+ * handshake's own hundreds of microseconds). */
+static inline uint64_t tlsm_hs_cpu_now(struct tlsm_thread *th)
+{
+    if (__builtin_expect(th->cpu_kind == TLSM_CPU_UNSET, 0))
+        tlsm_cpu_thread_setup(th);
+    uint64_t ns;
+    uint32_t seq;
+    if (th->cpu_kind == TLSM_CPU_PERF_CLOCK && tlsm_perf_clock(th->cpu_page, &ns, &seq))
+        return ns;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+        return tlsm_ticks_to_ns(tlsm_now());
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #endif

@@ -18,6 +18,7 @@
 struct part {
     struct tlsm_hs *hs;
     enum tlsm_hs_part p;
+    bool thread_clock; /* no switch detector here: the thread CPU clock instead */
     uint64_t t0;
     struct tlsm_rsm_mark m;
 };
@@ -31,6 +32,14 @@ static inline bool part_begin(struct part *pt, enum tlsm_hs_part p)
     pt->hs = th->hs_cur;
     pt->p = p;
     th->hs_part = (uint8_t)p;
+    /* Without a switch detector (wall: qemu-user, no rseq) a part's wall time would count
+     * other programs' time slices unflagged: read the thread CPU clock (a system call per
+     * part, only there). */
+    pt->thread_clock = th->cpu_kind == TLSM_CPU_WALL || th->cpu_kind == TLSM_CPU_BLIND;
+    if (pt->thread_clock) {
+        pt->t0 = tlsm_hs_cpu_now(th);
+        return true;
+    }
     tlsm_cpu_begin(th, &pt->m);
     pt->t0 = tlsm_now();
     return true;
@@ -39,8 +48,11 @@ static inline bool part_begin(struct part *pt, enum tlsm_hs_part p)
 static inline void part_end(struct part *pt)
 {
     struct tlsm_thread *th = &tlsm_th;
-    struct tlsm_cpu_span sp;
-    tlsm_cpu_end(th, pt->t0, &pt->m, &sp);
+    struct tlsm_cpu_span sp = {0, 0, 0};
+    if (pt->thread_clock)
+        sp.cpu_ns = tlsm_hs_cpu_now(th) - pt->t0;
+    else
+        tlsm_cpu_end(th, pt->t0, &pt->m, &sp);
     th->hs_part = TLSM_HS_NONE;
     pt->hs->part_ns[pt->p] += sp.cpu_ns;
     pt->hs->part_calls[pt->p]++;

@@ -106,3 +106,24 @@ vs = {v["id"] for v in json.load(open(summ))["verdicts"]}
 assert "chain-every-connection" in vs and "no-resumption" in vs, vs
 PY
 done
+
+# --compare: the RSA run against the ECDSA run, side by side with ratios per part.
+ra=("$d"/rsa.trace.*.jsonl) ea=("$d"/ec.trace.*.jsonl)
+if [ -f "${ra[0]}" ] && [ -f "${ea[0]}" ]; then
+    run_target "$O/tlsmeter-analyze" --compare "${ra[0]}" "${ea[0]}" >"$d/compare.txt" 2>&1
+    run_target "$O/tlsmeter-analyze" --json --compare "${ra[0]}" "${ea[0]}" >"$d/compare.json" 2>&1
+    check "hs-client --compare: handshake rows and per-part ratios (RSA vs ECDSA)" \
+        "$TLSM_PY" - "$d" "$N" <<'PY'
+import json, re, sys
+d, n = sys.argv[1], int(sys.argv[2])
+t = open(d + "/compare.txt").read()
+assert re.search(r"^handshakes\s+%d\s+%d$" % (n, n), t, re.M), t[-800:]
+for part in ("cert_parse", "chain_verify", "verify", "key_exchange", "other"):
+    assert re.search(r"^  %s/conn\s+\S+ \S+\s+\S+ \S+\s+[\d.]+x$" % part, t, re.M), (part, t[-800:])
+j = json.load(open(d + "/compare.json"))
+h = j["ratio_b_over_a"]["handshake"]
+assert h["p50_ns"] > 0 and all(h["parts_per_conn"][p] > 0 for p in ("cert_parse", "verify")), h
+assert j["a"]["handshake"]["certs"][0]["key"] == "rsa2048", j["a"]["handshake"]["certs"]
+assert j["b"]["handshake"]["certs"][0]["key"] == "ec256", j["b"]["handshake"]["certs"]
+PY
+fi
