@@ -43,7 +43,11 @@ sample() {
 sample "$d/plain" -u LD_PRELOAD
 sample "$d/traced" LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$d/traced.trace.%p.jsonl"
 tls_server_stop
-check "hs-many: $N connections, memory flat (anonymous RSS growth from connection 200 to $N vs untraced)" \
+if [ -n "${TLSM_SAN:-}" ]; then
+    # The sanitizer runtime in both runs keeps freed memory in its quarantine (the untraced
+    # run's RSS grows by ~290 MB over the 1,000 connections): no flat line to compare.
+    skip "hs-many memory: ASan's quarantine grows the RSS of the traced and untraced runs alike"
+else check "hs-many: $N connections, memory flat (anonymous RSS growth from connection 200 to $N vs untraced)" \
     "$TLSM_PY" - "$d" "$N" <<'PY'
 import glob, json, sys
 d, n = sys.argv[1], int(sys.argv[2])
@@ -62,6 +66,7 @@ t = glob.glob(d + "/traced.trace.*.jsonl")[0]
 opens = [json.loads(l) for l in open(t) if '"phase":"open"' in l]
 assert len(opens) == n and all("hs" in c and c["hs"]["parts"] for c in opens), len(opens)
 PY
+fi
 [ -f "$d/rss.txt" ] && sed 's/^/  /' "$d/rss.txt"
 
 if [ -n "${TLSM_SAN:-}" ]; then
