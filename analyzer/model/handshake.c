@@ -14,6 +14,7 @@ const char *const hs_part_names[HP_N + 1] = {
     [HP_VERIFY] = "verify",
     [HP_KEY_EXCHANGE] = "key_exchange",
     [HP_KEY_SCHEDULE] = "key_schedule",
+    [HP_RECORDS] = "records",
     [HP_OTHER] = "other",
 };
 

@@ -18,6 +18,7 @@ enum hs_part {
     HP_VERIFY,
     HP_KEY_EXCHANGE,
     HP_KEY_SCHEDULE,
+    HP_RECORDS,
     HP_N,
     HP_OTHER = HP_N /* summary only: handshake time outside every part */
 };

@@ -176,6 +176,11 @@ void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
 void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
 {
     struct tlsm_thread *th = &tlsm_th;
+    if (th->hs_cur && !th->hs_part) { /* a record of the handshake: its part `records` */
+        th->hs_cur->part_ns[TLSM_HS_RECORDS] += crypto_ns;
+        th->hs_cur->part_calls[TLSM_HS_RECORDS]++;
+        th->hs_cur->preempt += preempted;
+    }
     if (th->in_read) {
         th->read_recs++;
         th->read_preempt += preempted;

@@ -13,6 +13,7 @@ const char *const tlsm_hs_part_names[TLSM_HS_NPARTS] = {
     [TLSM_HS_VERIFY] = "verify",
     [TLSM_HS_KEY_EXCHANGE] = "key_exchange",
     [TLSM_HS_KEY_SCHEDULE] = "key_schedule",
+    [TLSM_HS_RECORDS] = "records",
 };
 
 void tlsm_hs_key_name(const struct tlsm_hs_key *k, char *buf, size_t cap)

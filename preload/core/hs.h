@@ -25,6 +25,7 @@ enum tlsm_hs_part {
     TLSM_HS_VERIFY,
     TLSM_HS_KEY_EXCHANGE,
     TLSM_HS_KEY_SCHEDULE,
+    TLSM_HS_RECORDS, /* handshake records decrypted (the record hooks' crypto_ns) */
     TLSM_HS_NPARTS
 };
 
