@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # unit-preload: parts of the preload tested directly, linked into small programs (no LD_PRELOAD):
 # the JSON line writer; the perf-clock reading of cputime.h; the record state machine (recsm.c)
-# replaying recorded OpenSSL 3.0 EVP sequences (tests/unit/evp) and hand-written ones.
+# replaying recorded OpenSSL 3.0 EVP sequences (tests/unit/evp) and hand-written ones; the
+# handshake parts object (core/hs.c).
 # tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -43,3 +44,15 @@ rc=$?
 echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 [ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit recsm: exit $rc: $(echo "$out" | tail -n 3)"
 echo "$out" | grep -q '^PASS recsm write inside a read' || fail "unit recsm: the hand-written cases did not run"
+
+# The conn open event's hs object (issue 18): core/hs.c with the JSON builder's digits.
+if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP/preload" -o "$d/hs" \
+    "$TLSM_TOP/tests/unit/hs.c" "$TLSM_TOP/preload/core/hs.c" "$TLSM_TOP/preload/base/json.c" \
+    2>"$d/cc4.err"; then
+    fail "unit hs: does not build: $(head -c 300 "$d/cc4.err")"
+    exit 0
+fi
+out=$(run_target "$d/hs" 2>&1)
+rc=$?
+echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
+[ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit hs: exit $rc: $(echo "$out" | tail -n 3)"
