@@ -176,7 +176,11 @@ void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
 void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
 {
     struct tlsm_thread *th = &tlsm_th;
-    if (th->hs_cur && !th->hs_part) { /* a record of the handshake: its part `records` */
+    /* A record of the handshake: its part `records`, unless the thread has no switch detector
+     * (wall: a record's time is then wall time, unflagged, where the other parts read the
+     * thread CPU clock; it stays in "other"). */
+    if (th->hs_cur && !th->hs_part && th->cpu_kind != TLSM_CPU_WALL &&
+        th->cpu_kind != TLSM_CPU_BLIND) {
         th->hs_cur->part_ns[TLSM_HS_RECORDS] += crypto_ns;
         th->hs_cur->part_calls[TLSM_HS_RECORDS]++;
         th->hs_cur->preempt += preempted;
