@@ -57,6 +57,7 @@ void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj
     sc->prev_hs = th->hs_cur;
     sc->hs_on = cs && !cs->opened;
     if (sc->hs_on) {
+        sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
         sc->hs_cpu0 = tlsm_hs_cpu_now(th);
         th->hs_cur = &cs->hs;
         th->hs_part = TLSM_HS_NONE;
@@ -70,8 +71,14 @@ static void hs_account(struct tlsm_conn_scope *sc)
         return;
     sc->hs_on = false;
     struct tlsm_thread *th = &tlsm_th;
-    sc->cs->hs.ns += tlsm_hs_cpu_now(th) - sc->hs_cpu0;
-    sc->cs->hs.calls++;
+    struct tlsm_hs *hs = &sc->cs->hs;
+    uint64_t ns = tlsm_hs_cpu_now(th) - sc->hs_cpu0;
+    hs->ns += ns;
+    hs->calls++;
+    /* Parts timed by wall (perf-switch, rseq) whose sum exceeds the call's CPU time held
+     * time no switch detector sees (a VM's stolen time): flagged like switched-out parts. */
+    if (tlsm_hs_parts_ns(hs) - sc->hs_parts0 > ns)
+        hs->preempt++;
     th->hs_cur = sc->prev_hs;
 }
 

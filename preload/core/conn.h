@@ -19,6 +19,7 @@ struct tlsm_conn_scope {
      * connection's hs (thread hs_cur), its on-CPU time from hs_cpu0 to its end. */
     struct tlsm_hs *prev_hs;
     uint64_t hs_cpu0;
+    uint64_t hs_parts0; /* the connection's part time when the call began */
     bool hs_on;
 };
 

@@ -58,7 +58,7 @@ struct tlsm_hs_cert {
 struct tlsm_hs {
     uint64_t ns;      /* on-CPU ns inside the connection's handshake-driving calls */
     uint32_t calls;   /* such calls (a non-blocking handshake takes several) */
-    uint32_t preempt; /* parts during which the thread was switched out */
+    uint32_t preempt; /* parts switched out (or calls whose parts exceeded their CPU time) */
     uint64_t part_ns[TLSM_HS_NPARTS];
     uint32_t part_calls[TLSM_HS_NPARTS];
     uint16_t ncerts;  /* certificates parsed (the first TLSM_HS_CERTS listed) */
@@ -68,6 +68,14 @@ struct tlsm_hs {
 };
 
 extern const char *const tlsm_hs_part_names[TLSM_HS_NPARTS];
+
+static inline uint64_t tlsm_hs_parts_ns(const struct tlsm_hs *hs)
+{
+    uint64_t s = 0;
+    for (int p = 1; p < TLSM_HS_NPARTS; p++)
+        s += hs->part_ns[p];
+    return s;
+}
 
 /* TLSMETER_CERTS: save der once as DIR/cert-ID.der; returns ID, 0 when not saved. */
 uint64_t tlsm_hs_save_cert(const unsigned char *der, size_t len);
