@@ -29,7 +29,7 @@ get() { # get PREFIX [VAR=VAL...]: 3 connections from our C client, run in $d/ho
 get "$d/default"
 get "$d/asked" TLSMETER_CERTS="$d/certs"
 # A name already taken by a symlink: the preload must neither follow nor replace it.
-id=$(ls "$d/certs" | head -n 1)
+id=$(find "$d/certs" -name 'cert-*.der' -printf '%f\n' | head -n 1)
 [ -n "$id" ] && ln -s "$d/victim" "$d/planted/$id"
 get "$d/planted" TLSMETER_CERTS="$d/planted"
 tls_server_stop
