@@ -27,7 +27,7 @@ static void share(struct summary *s)
         if (h->part_ns[k] > h->part_ns[top] || top == HP_OTHER)
             top = h->part_calls[k] ? k : top;
     v = summary__verdict(
-        s, "handshake-share", "info",
+        s, V_HANDSHAKE_SHARE, "info",
         "%llu handshakes took %s on-CPU (%s each, p50): %s of the process's "
         "CPU; the largest part is %s (%s of handshake time)",
         U(h->conns), fmt_ns(&a, (double)h->ns), fmt_ns(&b, (double)h->p50_ns),
@@ -70,7 +70,7 @@ static void chain(struct summary *s)
                  "X509_STORE (one per process, e.g. curl's CURLOPT_CA_CACHE_TIMEOUT) removes it",
                  fmt_ns(&e, load));
     v = summary__verdict(
-        s, "chain-every-connection", "problem",
+        s, V_CHAIN_EVERY_CONNECTION, "problem",
         "certificate chain parsed and verified on every connection: %s each (parse %s, "
         "verify %s)%s; session resumption would skip it (%llu of %llu resumed), a smaller "
         "chain parses less (%.1f certificates, %s per connection)",
@@ -95,7 +95,7 @@ static void own_chain(struct summary *s)
 
     if (h->own_chain_conns < 2 || !h->parts_conns)
         return;
-    v = summary__verdict(s, "server-chain-build", "info",
+    v = summary__verdict(s, V_SERVER_CHAIN_BUILD, "info",
                          "the server builds its own certificate chain in each handshake "
                          "(X509_verify_cert, %s each, %llu handshakes): set the chain once "
                          "(SSL_CTX_build_cert_chain or SSL_CTX_add1_chain_cert) and "
@@ -128,7 +128,7 @@ static void signatures(struct summary *s)
 
             if (j == i || h->sigs[j].sign != h->sigs[i].sign || ni < 2 * nj)
                 continue;
-            v = summary__verdict(s, "signature-cost", "info",
+            v = summary__verdict(s, V_SIGNATURE_COST, "info",
                                  "%s %s cost %s per handshake against %s with %s (%s): the "
                                  "certificate's key type decides this part",
                                  h->sigs[i].key, h->sigs[i].sign ? "signatures" : "checks",
@@ -141,7 +141,7 @@ static void signatures(struct summary *s)
         if (h->sigs[i].sign && !strncmp(h->sigs[i].key, "rsa", 3) && h->parts_total_ns &&
             (sign_largest(h) || (double)h->part_ns[HP_SIGN] > 0.3 * (double)h->parts_total_ns)) {
             v = summary__verdict(
-                s, "signature-cost", "info",
+                s, V_SIGNATURE_COST, "info",
                 "%s signatures are the largest part of the handshake or more than 30 %% of it: "
                 "%s of handshake time, %s each; an ECDSA P-256 certificate signs several times "
                 "faster (scripts/tlsmeter-certs measures both here)",
@@ -165,14 +165,14 @@ static void resumption(struct summary *s)
     if (h->full < 3 || h->resumed)
         return;
     if (h->clients >= 3 && h->ncerts == 1 && h->certs[0].count >= 3)
-        v = summary__verdict(s, "no-resumption", "problem",
+        v = summary__verdict(s, V_NO_RESUMPTION, "problem",
                              "%llu full handshakes with a server presenting the same "
                              "certificate, none resumed: session resumption (keep the "
                              "SSL_SESSION or ticket, SSL_set_session) would skip certificate "
                              "work and the signature check, ~%s each",
                              U(h->full), fmt_ns(&a, saved));
     else if (h->servers >= 3 && h->tickets)
-        v = summary__verdict(s, "no-resumption", "info",
+        v = summary__verdict(s, V_NO_RESUMPTION, "info",
                              "%llu full handshakes and %llu session tickets issued, none "
                              "used: clients do not resume (each full handshake signs again)",
                              U(h->full), U(h->tickets));

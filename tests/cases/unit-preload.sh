@@ -46,7 +46,7 @@ echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 echo "$out" | grep -q '^PASS recsm write inside a read' || fail "unit recsm: the hand-written cases did not run"
 
 # The conn open event's hs object (issue 18): core/hs.c with the JSON builder's digits.
-if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP/preload" -o "$d/hs" \
+if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/hs" \
     "$TLSM_TOP/tests/unit/hs.c" "$TLSM_TOP/preload/core/hs.c" "$TLSM_TOP/preload/base/json.c" \
     2>"$d/cc4.err"; then
     fail "unit hs: does not build: $(head -c 300 "$d/cc4.err")"
