@@ -46,7 +46,7 @@ DW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw -lelf)
 # Project flags live apart from CFLAGS/LDFLAGS so a user's flags are respected.
 TLSM_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE \
-	-DTLSM_VERSION='"$(VERSION)"' $(SYSROOT_FLAGS)
+	-DTLSM_VERSION='"$(VERSION)"' -Icommon $(SYSROOT_FLAGS)
 ifeq ($(DEBUG),1)
 TLSM_CFLAGS += -O0 -g3 -DTLSM_DEBUG
 else
@@ -127,7 +127,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_reader.c
 FUZZER := $(O)/fuzz/fuzz-reader
-FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
+FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer -Icommon $(JANSSON_CFLAGS) $(DW_CFLAGS)
 # One compile of several sources: its header list comes from a separate -MM pass (one .d).
 $(FUZZER): $(FUZZ_SRCS) $(FUZZER).d
 	@mkdir -p $(dir $@)

@@ -106,6 +106,7 @@ struct blind {
 struct trace {
     char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
     int64_t pid, format, start_unix_ns;
+    bool binary; /* read from trace format 2 (read2.c), whose header says format 2 */
     bool has_end, partial_last, emulated, cpu_known, hooks_known;
     bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;

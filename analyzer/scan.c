@@ -156,3 +156,22 @@ int scan__line(const char *p, size_t n, struct event *e)
         return -1;
     return e->kind == EV_REC || e->kind == EV_READ || e->kind == EV_CONN ? 0 : -1;
 }
+
+int scan__tail(const char *p, size_t n, struct event *e)
+{
+    struct cur c = {p, p + n};
+    struct strv key;
+
+    while (c.p < c.end) {
+        if (*c.p != ',')
+            return -1;
+        c.p++;
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != '"' || scan_str(&c, &key) || eat(&c, ':'))
+            return -1;
+        if (scan_value(&c, e, key.n ? field__find(key.p, key.n) : NULL))
+            return -1;
+        skip_ws(&c);
+    }
+    return 0;
+}

@@ -20,6 +20,7 @@
 #include "trace_header.h"
 #include "trace_int.h"
 #include "tracemap.h"
+#include "trace2.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,8 +60,9 @@ pid_t tlsm_tr_trace_pid;   /* the process that opened the file (vfork children a
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 _Atomic bool tlsm_tr_allowed;
 bool tlsm_tr_mapped;                   /* lines go into mapped chunks of the file */
-static bool as_gave_up;                /* map_errno is RLIMIT_AS's doing */
-static int map_errno;                  /* a chunk could not be had: lines are dropped */
+bool tlsm_tr_fmt2;                     /* the file is trace format 2 (trace2.c) */
+static bool as_gave_up;                /* tlsm_tr_map_errno is RLIMIT_AS's doing */
+int tlsm_tr_map_errno;                 /* a chunk could not be had: lines are dropped */
 static char io_note[160];              /* why the file is written with write(2), or "" */
 _Atomic uint64_t tlsm_tr_warnings;     /* warn lines in this file */
 _Atomic uint64_t tlsm_tr_direct_lines; /* lines written past the thread buffers */
@@ -153,7 +155,24 @@ static struct tlsm_tbuf *self_buf(void)
  * from inside the writer): at the mapped file's cursor, or one O_APPEND write(2). */
 bool tlsm_tr_put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n)
 {
+    char framed[TLSM_LINE_MAX * 2 + 64];
+    if (tlsm_tr_fmt2) {
+        n = tlsm_tr_frame_direct(framed, sizeof(framed), line, n);
+        if (!n)
+            return false;
+        line = framed;
+    }
     return in_map ? tlsm_tmap_append(f, line, n) : tlsm_trace_write(f, is_pipe, line, n);
+}
+
+size_t tlsm_tr_frame_direct(char *out, size_t cap, const char *line, size_t n)
+{
+    if (tlsm_tr_fmt2)
+        return tlsm_b2_mini_chunk(out, cap, line, n, (uint32_t)tlsm_th.tid);
+    if (n > cap)
+        return 0;
+    memcpy(out, line, n);
+    return n;
 }
 
 #define MAX_EARLY_WARN 4
@@ -216,7 +235,7 @@ static void replay_early_warnings(void)
 static void choose_io(const struct stat *st)
 {
     tlsm_tr_mapped = false;
-    map_errno = 0;
+    tlsm_tr_map_errno = 0;
     io_note[0] = 0;
     if (!S_ISREG(st->st_mode))
         snprintf(io_note, sizeof(io_note), "not a regular file");
@@ -234,6 +253,13 @@ static void choose_io(const struct stat *st)
  * trace has no zeroed space to squeeze out at exit. */
 static bool put_header(const char *line, size_t n)
 {
+    char f2[TLSM_LINE_MAX + 64];
+    if (tlsm_tr_fmt2 && !tlsm_tr_mapped) { /* the file header, the header line's chunk */
+        tlsm_b2_file_header(f2);
+        size_t m = tlsm_b2_mini_chunk(f2 + TLSM_B2_FILE_HDR, sizeof(f2) - TLSM_B2_FILE_HDR, line,
+                                      n, (uint32_t)tlsm_th.tid);
+        return m && tlsm_tr_write_all(f2, TLSM_B2_FILE_HDR + m);
+    }
     if (!tlsm_tr_mapped)
         return tlsm_tr_write_all(line, n);
     struct tlsm_tbuf *b = self_buf();
@@ -245,6 +271,17 @@ static bool put_header(const char *line, size_t n)
     tlsm_tr_lock_buf(b);
     tlsm_tmap_unmap(b->data, b->cap);
     b->data = p, b->off = off, b->cap = size;
+    if (tlsm_tr_fmt2) { /* the file header opens chunk 0, whose own header follows it */
+        tlsm_b2_file_header(p);
+        b->hdr = TLSM_B2_FILE_HDR;
+        b->used = b->hdr + tlsm_b2_chunk_start(&b->s2, p + b->hdr, size - b->hdr,
+                                               (uint32_t)tlsm_th.tid);
+        size_t e = tlsm_b2_encode(&b->s2, line, n, p + b->used, size - b->used);
+        b->used += e;
+        tlsm_b2_commit(p + b->hdr, b->used - b->hdr - TLSM_B2_CHUNK_HDR);
+        tlsm_tr_unlock_buf(b);
+        return e != 0;
+    }
     memcpy(p, line, n);
     b->used = n;
     tlsm_tr_unlock_buf(b);
@@ -296,6 +333,8 @@ void tlsm_tr_open_trace(void)
         tlsm_tr_sh = sh == MAP_FAILED ? NULL : sh; /* without it children do not write here */
     }
     choose_io(&st);
+    tlsm_tr_fmt2 = tlsm_cfg.format == TLSM_FORMAT_BINARY;
+    tlsm_json_stage_hot = tlsm_tr_fmt2;
     tlsm_tr_trace_pid = getpid();
     trace_gen++;
     tlsm_json_begin(&j, line, sizeof(line), "header");
@@ -354,8 +393,9 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
         b->pending = 0;
         return;
     }
-    if (!b->used)
+    if (!b->used || (tlsm_tr_fmt2 && b->used <= TLSM_B2_CHUNK_HDR))
         return;
+    size_t out = tlsm_tr_fmt2 ? tlsm_tr_seal_chunk(b) : b->used;
     if (atomic_load(&tlsm_tr_state) == ST_OPEN && !tlsm_tr_fd_still_ours()) {
         b->dropped += b->pending;
         atomic_fetch_add(&tlsm_tr_dropped_bytes, b->used);
@@ -363,7 +403,7 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
         tlsm_trace_quiet("the program closed the trace's descriptor");
         return;
     }
-    if (atomic_load(&tlsm_tr_state) == ST_OPEN && tlsm_tr_write_all(b->data, b->used)) {
+    if (atomic_load(&tlsm_tr_state) == ST_OPEN && tlsm_tr_write_all(b->data, out)) {
         b->written += b->pending;
     } else {
         int e = errno;
@@ -381,7 +421,7 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
 }
 
 /* A line that will not be in the file: counted in lines and bytes (end.dropped_bytes). */
-static void drop_line(struct tlsm_tbuf *b, size_t len)
+void tlsm_tr_drop_line(struct tlsm_tbuf *b, size_t len)
 {
     b->dropped++;
     atomic_fetch_add_explicit(&tlsm_tr_dropped_bytes, len, memory_order_relaxed);
@@ -396,12 +436,12 @@ static bool as_limited(void)
 /* The file cannot grow (disk full, RLIMIT_FSIZE, RLIMIT_AS near, ...): say so once, drop
  * and count from now on; the end line still fits in space already allocated and names the
  * reason. */
-static void map_failed(int e)
+void tlsm_tr_map_failed(int e)
 {
-    if (map_errno)
+    if (tlsm_tr_map_errno)
         return;
-    map_errno = e ? e : EIO;
-    as_gave_up = map_errno == ENOMEM && as_limited();
+    tlsm_tr_map_errno = e ? e : EIO;
+    as_gave_up = tlsm_tr_map_errno == ENOMEM && as_limited();
     char why[PATH_MAX + 160];
     if (as_gave_up)
         snprintf(why, sizeof(why),
@@ -410,7 +450,7 @@ static void map_failed(int e)
                  tlsm_tr_path, (unsigned long long)(tlsm_tmap_as_left() / 1024));
     else
         snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
-                 tlsm_tr_path, strerror(map_errno));
+                 tlsm_tr_path, strerror(tlsm_tr_map_errno));
     tlsm_warn("%s", why);
 }
 
@@ -418,17 +458,21 @@ static void map_failed(int e)
  * the old one in the file, the line is split across both and no zeroed space is left. */
 static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
 {
+    if (tlsm_tr_fmt2) {
+        tlsm_tr_put2_slow(b, line, len);
+        return;
+    }
     uint64_t off;
     size_t size = 0;
     char *p = NULL;
-    if (!map_errno && tlsm_tr_fd_still_ours())
+    if (!tlsm_tr_map_errno && tlsm_tr_fd_still_ours())
         p = tlsm_tmap_chunk(tlsm_tr_fd, &off, &size);
-    else if (!map_errno)
+    else if (!tlsm_tr_map_errno)
         errno = EBADF;
     if (!p) {
-        drop_line(b, len);
-        if (!map_errno)
-            map_failed(errno);
+        tlsm_tr_drop_line(b, len);
+        if (!tlsm_tr_map_errno)
+            tlsm_tr_map_failed(errno);
         return;
     }
     size_t head = 0;
@@ -447,7 +491,7 @@ static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len);
 
 /* A warning from in here (the file cannot grow) goes straight to the file: this thread
  * holds its own buffer. */
-static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
+void tlsm_tr_line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     in_writer = true;
     line_slow_locked(b, line, len);
@@ -457,7 +501,7 @@ static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
 static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     if (atomic_load(&tlsm_tr_state) != ST_OPEN) {
-        drop_line(b, len);
+        tlsm_tr_drop_line(b, len);
         return;
     }
     if (tlsm_tr_mapped) {
@@ -465,11 +509,15 @@ static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
         return;
     }
     if (!b->data && !(b->data = malloc(TBUF_SIZE))) {
-        drop_line(b, len);
+        tlsm_tr_drop_line(b, len);
         return;
     }
     b->cap = TBUF_SIZE;
     tlsm_tr_flush_buf(b);
+    if (tlsm_tr_fmt2) {
+        tlsm_tr_put2_slow(b, line, len);
+        return;
+    }
     memcpy(b->data + b->used, line, len);
     b->used += len;
     b->pending++;
@@ -480,16 +528,18 @@ void tlsm_trace_line(const char *line, size_t len)
     struct tlsm_tbuf *b = self_buf();
     if (!b || atomic_load_explicit(&tlsm_tr_state, memory_order_relaxed) != ST_OPEN) {
         if (b)
-            drop_line(b, len);
+            tlsm_tr_drop_line(b, len);
         return;
     }
     tlsm_tr_lock_buf(b);
-    if (__builtin_expect(b->used + len <= b->cap, 1)) {
+    if (tlsm_tr_fmt2) {
+        tlsm_tr_put2(b, line, len);
+    } else if (__builtin_expect(b->used + len <= b->cap, 1)) {
         memcpy(b->data + b->used, line, len);
         b->used += len;
         b->pending++;
     } else {
-        line_slow(b, line, len);
+        tlsm_tr_line_slow(b, line, len);
     }
     tlsm_tr_unlock_buf(b);
 }
@@ -587,9 +637,9 @@ uint64_t tlsm_trace_dropped_bytes(void)
 
 const char *tlsm_trace_io_error(void)
 {
-    if (map_errno && as_gave_up)
+    if (tlsm_tr_map_errno && as_gave_up)
         return "address space limit (RLIMIT_AS) near";
-    return map_errno ? strerror(map_errno) : NULL;
+    return tlsm_tr_map_errno ? strerror(tlsm_tr_map_errno) : NULL;
 }
 
 const char *tlsm_trace_io(void)

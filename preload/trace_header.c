@@ -28,7 +28,7 @@ void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
     cfg[0] = '{';
     size_t c = tlsm_config_json(cfg + 1, sizeof(cfg) - 3);
     snprintf(cfg + 1 + c, sizeof(cfg) - 1 - c, "}");
-    tlsm_json_int(j, "format", 1);
+    tlsm_json_int(j, "format", tlsm_cfg.format == TLSM_FORMAT_JSONL ? 1 : 2);
     tlsm_json_str(j, "tool", "tlsmeter");
     tlsm_json_str(j, "version", TLSM_VERSION);
     tlsm_json_int(j, "pid", getpid());
