@@ -208,6 +208,12 @@ struct model {
     struct thread *threads;
     size_t nthreads, cap_threads;
     struct imap bucket_map, conn_map, thread_map;
+    /* Recent lookups of conn_map and thread_map (model.c): trace index, id, array index + 1
+     * (0: empty), direct-mapped by id. Most events hit. */
+    struct id_cache {
+        uint32_t ti, idx1;
+        int64_t id;
+    } conn_cache[16], thread_cache[16];
     char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
     int nnames;
     struct hist read_got, read_want, rec_len, recs_per_read;

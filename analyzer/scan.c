@@ -148,7 +148,7 @@ int scan__line(const char *p, size_t n, struct event *e)
 {
     struct cur c = {p, p + n};
 
-    event__reset(e);
+    event__clear(e);
     if (eat(&c, '{') || scan_members(&c, e))
         return -1;
     skip_ws(&c);

@@ -275,6 +275,7 @@ tls_run() {
     fi
     rc=$?
     echo "$rc" >"$p.rc"
+    [ -n "$trace" ] && tlsm_jsonl "$trace"
     return 0
 }
 TLS_RUNAS=()

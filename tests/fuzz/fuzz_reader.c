@@ -34,7 +34,7 @@ static void same_event(const struct event *a, const struct event *b)
 /* The scanner may decline anything, but what it accepts jansson must read the same way. */
 static void differential(const char *p, size_t n)
 {
-    struct event fast, slow;
+    struct event fast = {0}, slow;
     json_error_t je;
     json_t *o;
     char err[128];
