@@ -48,10 +48,9 @@ tlsm_jsonl() {
         pat=${pat//%%/%}
     fi
     for f in $pat $pat.*; do
-        [[ $f == *.jsonl-tmp ]] && continue
         [ -f "$f" ] && [ ! -L "$f" ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89544c534d54520a ] ||
             continue
-        tmp=$f.jsonl-tmp
+        tmp=$TLSM_WORK/jsonl-tmp.$$ # not beside it: that disk may be full (trace-diskfull)
         if run_target "$O/tlsmeter-analyze" -q --jsonl "$f" >"$tmp" 2>/dev/null; then
             cat "$tmp" >"$f"
             [[ $f == */tlsmeter.*.trace ]] && mv "$f" "${f%.trace}.jsonl"
