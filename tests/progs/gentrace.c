@@ -4,8 +4,8 @@
  * threads, one rec and one read per 16 KiB record, EVENTS events in all. The same events
  * in both formats, so their reports must agree.
  *   gentrace [--jsonl] EVENTS FILE   (FILE "-": stdout) */
-#include "../../preload/json.c"
-#include "../../preload/trace2.c"
+#include "../../preload/base/json.c"
+#include "../../preload/trace/trace2.c"
 
 #include <stdio.h>
 #include <stdlib.h>
