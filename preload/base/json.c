@@ -15,10 +15,14 @@ static uint8_t hot_kind(const char *ev)
 
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
 {
-    j->hot = tlsm_json_stage_hot && cap > sizeof(struct tlsm_hot_stage) + 64 ? hot_kind(ev) : 0;
+    j->hot = tlsm_json_stage_hot && cap > sizeof(struct tlsm_hot_stage) + 72 ? hot_kind(ev) : 0;
     if (j->hot) { /* the keys without a slot become the tail text, after the stage */
+        struct tlsm_hot_stage *st = tlsm_hot_at(buf);
+        buf[0] = (char)j->hot;
+        memset(st->v, 0, sizeof(st->v));
         j->have = 0;
-        j->p = buf + sizeof(struct tlsm_hot_stage);
+        j->v = st->v;
+        j->p = (char *)(st + 1);
         j->end = buf + cap - 2;
         j->full = false;
         return;
@@ -159,13 +163,10 @@ size_t tlsm_json_end(struct tlsm_json *j, char *buf)
     if (j->full)
         return 0;
     if (j->hot) {
-        struct tlsm_hot_stage *st = (struct tlsm_hot_stage *)(void *)buf;
-        size_t tail = (size_t)(j->p - (buf + sizeof(*st)));
-        uint32_t head[2] = {j->hot, (uint32_t)tail}; /* kind (and its padding), tail_len */
-        memcpy(buf, head, sizeof(head));
-        memcpy(buf + offsetof(struct tlsm_hot_stage, have), &j->have, sizeof(j->have));
-        memcpy(buf + offsetof(struct tlsm_hot_stage, v), j->v, sizeof(j->v));
-        return sizeof(*st) + tail;
+        struct tlsm_hot_stage *st = tlsm_hot_at(buf);
+        st->tail_len = (uint32_t)(j->p - (char *)(st + 1));
+        st->have = j->have;
+        return (size_t)(j->p - buf);
     }
     j->p[0] = '}';
     j->p[1] = '\n';

@@ -17,7 +17,7 @@ struct tlsm_json {
     bool full;   /* ran out of room: the line is dropped, never written half */
     uint8_t hot; /* trace format 2, a rec/read/write event: slot keys go to v[] (json_hot.h) */
     uint64_t have;
-    int64_t v[TLSM_HS_N];
+    int64_t *v; /* the stage's slots, in the caller's buffer */
 };
 
 /* Set by the trace writer when it writes format 2: tlsm_json_begin then stages the hot

@@ -49,14 +49,20 @@ static inline __attribute__((always_inline)) int tlsm_hot_slot(const char *k, un
 }
 
 /* The staged form of a hot event in the line buffer (format 2): what tlsm_json_end leaves
- * for the trace writer, which encodes it into the thread's chunk. The JSON text of keys
- * without a slot (",\"k\":v...") follows it in the buffer. */
+ * for the trace writer, which encodes it into the thread's chunk. The buffer's first byte is
+ * the kind (1 rec, 2 read, 3 write, common/trace2.def; never the '{' of JSON text), the stage
+ * sits at the next 8-aligned address (tlsm_hot_at), the JSON text of keys without a slot
+ * (",\"k\":v...") right after it. The slots are filled in place: no copy. */
 struct tlsm_hot_stage {
-    uint8_t kind; /* 1 rec, 2 read, 3 write (common/trace2.def); never '{' */
-    uint8_t pad[3];
     uint32_t tail_len;
-    uint64_t have; /* bit per slot */
-    int64_t v[TLSM_HS_N];
+    uint32_t pad;
+    uint64_t have;         /* bit per slot */
+    int64_t v[TLSM_HS_N]; /* zero unless set */
 };
+
+static inline struct tlsm_hot_stage *tlsm_hot_at(const char *buf)
+{
+    return (struct tlsm_hot_stage *)(void *)(((uintptr_t)buf + 8) & ~(uintptr_t)7);
+}
 
 #endif

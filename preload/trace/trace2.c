@@ -11,10 +11,30 @@
 #include <stdatomic.h>
 #include <string.h>
 
-static void put_le(char *q, uint64_t v, unsigned w)
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "trace format 2 is written with the host's byte order, which must be little-endian"
+#endif
+
+/* w bytes of v, little-endian (the host's order): one store. */
+static inline __attribute__((always_inline)) void put_le(char *q, uint64_t v, unsigned w)
 {
-    for (unsigned i = 0; i < w; i++)
-        q[i] = (char)(v >> (8 * i));
+    uint8_t b = (uint8_t)v;
+    uint16_t h = (uint16_t)v;
+    uint32_t l = (uint32_t)v;
+    switch (w) {
+    case 1:
+        memcpy(q, &b, 1);
+        break;
+    case 2:
+        memcpy(q, &h, 2);
+        break;
+    case 4:
+        memcpy(q, &l, 4);
+        break;
+    default:
+        memcpy(q, &v, 8);
+        break;
+    }
 }
 
 void tlsm_b2_file_header(char *out)
@@ -51,13 +71,23 @@ void tlsm_b2_set_size(char *chunk, size_t size)
     put_le(chunk + 4, size, 4);
 }
 
+static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend);
+
 /* The id of string p in this chunk; a new one gets its string entry at *d. 0: no room
  * (255 strings in one chunk, or longer than 255 bytes): the event goes out as JSON. */
-static uint8_t intern(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend)
+static inline __attribute__((always_inline)) uint8_t intern(struct tlsm_b2_stream *s,
+                                                            const char *p, char **d,
+                                                            const char *dend)
 {
     unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
-    if (s->cache[h] == p)
+    if (__builtin_expect(s->cache[h] == p, 1))
         return s->cache_id[h];
+    return intern_slow(s, p, d, dend);
+}
+
+static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend)
+{
+    unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
     for (unsigned i = 1; i <= s->nstr; i++)
         if (s->strs[i] == p) {
             s->cache[h] = p, s->cache_id[h] = (uint8_t)i;
@@ -78,7 +108,7 @@ static uint8_t intern(struct tlsm_b2_stream *s, const char *p, char **d, const c
 }
 
 #define HAS(k)   (st->have >> TLSM_HS_##k & 1)
-#define VAL(k)   (HAS(k) ? st->v[TLSM_HS_##k] : 0)
+#define VAL(k)   (st->v[TLSM_HS_##k]) /* zero when not set */
 #define LIM_U8   0, UINT8_MAX
 #define LIM_U16  0, UINT16_MAX
 #define LIM_U32  0, UINT32_MAX
@@ -88,7 +118,7 @@ static uint8_t intern(struct tlsm_b2_stream *s, const char *p, char **d, const c
 #define ENC_INT(k, w, lo, hi)                                                                      \
     do {                                                                                           \
         int64_t x_ = VAL(k);                                                                       \
-        if (x_ < (int64_t)(lo) || x_ > (int64_t)(hi))                                              \
+        if ((uint64_t)x_ - (uint64_t)(int64_t)(lo) > (uint64_t)((int64_t)(hi) - (int64_t)(lo)))    \
             return 0;                                                                              \
         put_le(q, (uint64_t)x_, w);                                                                \
         q += w;                                                                                    \
@@ -188,13 +218,14 @@ static size_t json_entry(char *out, size_t cap, const char *text, size_t n)
 
 /* A staged event that has no fixed record as its JSON text: every slot it set, then its
  * tail (the keys without a slot, as written). */
-static size_t as_json(const struct tlsm_hot_stage *st, const char *tail, char *out, size_t cap)
+static size_t as_json(unsigned kind, const struct tlsm_hot_stage *st, const char *tail, char *out,
+                      size_t cap)
 {
     char line[TLSM_B2_ENTRY_MAX];
     struct tlsm_json j;
     bool was = tlsm_json_stage_hot;
     tlsm_json_stage_hot = false; /* this thread builds text now (the flag is set once) */
-    tlsm_json_begin(&j, line, sizeof(line), kind_names[st->kind]);
+    tlsm_json_begin(&j, line, sizeof(line), kind_names[kind]);
     tlsm_json_stage_hot = was;
     for (int i = 0; i < TLSM_HS_N; i++) {
         if (!(st->have >> i & 1))
@@ -228,18 +259,18 @@ size_t tlsm_b2_encode(struct tlsm_b2_stream *s, const char *line, size_t n, char
 {
     if (!tlsm_b2_staged(line, n))
         return json_entry(out, cap, line, n);
-    struct tlsm_hot_stage st;
-    if (n < sizeof(st))
+    const struct tlsm_hot_stage *stp = tlsm_hot_at(line);
+    const char *tail = (const char *)(stp + 1), *dend = out + cap;
+    unsigned kind = (unsigned char)line[0];
+    if ((size_t)(tail - line) + stp->tail_len > n)
         return 0;
-    memcpy(&st, line, sizeof(st));
-    const char *tail = line + sizeof(st), *dend = out + cap;
     uint8_t nstr = s->nstr; /* a record given up for JSON leaves no string entries behind */
     int64_t base = s->base_t;
     size_t r = 0;
-    switch (st.kind) {
+    switch (kind) {
 #define CASE(type, name, LIST, flagw)                                                              \
     case type:                                                                                     \
-        r = enc_##name(s, &st, tail, out, dend);                                                   \
+        r = enc_##name(s, stp, tail, out, dend);                                                   \
         break;
         TLSM_B2_KINDS(CASE)
 #undef CASE
@@ -251,7 +282,7 @@ size_t tlsm_b2_encode(struct tlsm_b2_stream *s, const char *line, size_t n, char
             if (s->cache[h] == s->strs[i])
                 s->cache[h] = NULL;
     s->nstr = nstr, s->base_t = base;
-    return as_json(&st, tail, out, cap);
+    return as_json(kind, stp, tail, out, cap);
 }
 
 size_t tlsm_b2_mini_chunk(char *out, size_t cap, const char *line, size_t n, uint32_t tid)
