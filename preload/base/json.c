@@ -18,8 +18,7 @@ void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
     j->hot = tlsm_json_stage_hot && cap > sizeof(struct tlsm_hot_stage) + 72 ? hot_kind(ev) : 0;
     if (j->hot) { /* the keys without a slot become the tail text, after the stage */
         struct tlsm_hot_stage *st = tlsm_hot_at(buf);
-        buf[0] = (char)j->hot;
-        memset(st->v, 0, sizeof(st->v));
+        buf[0] = (char)j->hot; /* slots not set stay as they are: have says which are */
         j->have = 0;
         j->v = st->v;
         j->p = (char *)(st + 1);

@@ -57,7 +57,7 @@ struct tlsm_hot_stage {
     uint32_t tail_len;
     uint32_t pad;
     uint64_t have;         /* bit per slot */
-    int64_t v[TLSM_HS_N]; /* zero unless set */
+    int64_t v[TLSM_HS_N]; /* valid where have says so */
 };
 
 static inline struct tlsm_hot_stage *tlsm_hot_at(const char *buf)

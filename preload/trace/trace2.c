@@ -108,7 +108,7 @@ static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, co
 }
 
 #define HAS(k)   (st->have >> TLSM_HS_##k & 1)
-#define VAL(k)   (st->v[TLSM_HS_##k]) /* zero when not set */
+#define VAL(k)   (HAS(k) ? st->v[TLSM_HS_##k] : 0) /* a select, no branch */
 #define LIM_U8   0, UINT8_MAX
 #define LIM_U16  0, UINT16_MAX
 #define LIM_U32  0, UINT32_MAX
