@@ -160,75 +160,21 @@ static char *time_base(struct tlsm_b2_stream *s, int64_t t, char *d)
     return d + 9;
 }
 
-/* One encoder per kind, generated from its field list: the record body in field order,
- * every field at its fixed width (absent ones zero, their flag bit clear). */
-#define ENCODER(type, name, LIST, flagw)                                                           \
-    static size_t enc_##name(struct tlsm_b2_stream *s, const struct tlsm_hot_stage *st,            \
-                             const char *tail, char *out, const char *dend)                        \
-    {                                                                                              \
-        char body[128], *q = body, *d = out;                                                       \
-        uint32_t fl = 0;                                                                           \
-        unsigned bit = 0;                                                                          \
-        int64_t t = 0;                                                                             \
-        if (st->have & ~(0ull LIST(MASK_BIT)))                                                     \
-            return 0; /* a slot key this kind has no field for: JSON */                            \
-        LIST(ENC_FIELD)                                                                            \
-        if (st->tail_len)                                                                          \
-            fl |= 1u << bit;                                                                       \
-        d = time_base(s, t, d);                                                                    \
-        size_t body_n = (size_t)(q - body);                                                        \
-        if (d + 1 + (flagw) + 4 + body_n + (st->tail_len ? 2 + st->tail_len : 0) > dend ||         \
-            st->tail_len > UINT16_MAX)                                                             \
-            return 0;                                                                              \
-        *d++ = (char)(type);                                                                       \
-        put_le(d, fl, flagw);                                                                      \
-        put_le(d + (flagw), (uint64_t)(t - s->base_t), 4);                                         \
-        s->base_t = t;                                                                             \
-        memcpy(d + (flagw) + 4, body, body_n);                                                     \
-        d += (flagw) + 4 + body_n;                                                                 \
-        if (st->tail_len) {                                                                        \
-            put_le(d, st->tail_len, 2);                                                            \
-            memcpy(d + 2, tail, st->tail_len);                                                     \
-            d += 2 + st->tail_len;                                                                 \
-        }                                                                                          \
-        return (size_t)(d - out);                                                                  \
-    }
-TLSM_B2_KINDS(ENCODER)
-#undef ENCODER
-
-/* Slot names and types, for the JSON form of a staged event. */
+/* Slot names and types, for the JSON form of slots. */
 static const char *const slot_names[TLSM_HS_N] = {
 #define NAME(k) [TLSM_HS_##k] = #k,
     TLSM_HOT_INT(NAME) TLSM_HOT_STR(NAME) TLSM_HOT_BOOL(NAME)
 #undef NAME
 };
-static const char *const kind_names[] = {"", "rec", "read", "write"};
 
-static size_t json_entry(char *out, size_t cap, const char *text, size_t n)
+/* The slots of mask as JSON members (",\"key\":value..."), then tail[0..tail_n), into out:
+ * its length, 0 when it does not fit. */
+static size_t slots_text(const struct tlsm_hot_stage *st, uint64_t mask, const char *tail,
+                         size_t tail_n, char *out, size_t cap)
 {
-    if (n && text[n - 1] == '\n')
-        n--;
-    if (n + 5 > cap)
-        return 0;
-    out[0] = TLSM_B2_E_JSON;
-    put_le(out + 1, n, 4);
-    memcpy(out + 5, text, n);
-    return n + 5;
-}
-
-/* A staged event that has no fixed record as its JSON text: every slot it set, then its
- * tail (the keys without a slot, as written). */
-static size_t as_json(unsigned kind, const struct tlsm_hot_stage *st, const char *tail, char *out,
-                      size_t cap)
-{
-    char line[TLSM_B2_ENTRY_MAX];
-    struct tlsm_json j;
-    bool was = tlsm_json_stage_hot;
-    tlsm_json_stage_hot = false; /* this thread builds text now (the flag is set once) */
-    tlsm_json_begin(&j, line, sizeof(line), kind_names[kind]);
-    tlsm_json_stage_hot = was;
+    struct tlsm_json j = {.p = out, .end = out + cap};
     for (int i = 0; i < TLSM_HS_N; i++) {
-        if (!(st->have >> i & 1))
+        if (!(mask >> i & 1))
             continue;
         char key[24];
         size_t kn = (size_t)snprintf(key, sizeof(key), ",\"%s\":", slot_names[i]);
@@ -250,9 +196,78 @@ static size_t as_json(unsigned kind, const struct tlsm_hot_stage *st, const char
             tlsm_json_put(&j, num, nn);
         }
     }
-    tlsm_json_put(&j, tail, st->tail_len);
-    size_t n = tlsm_json_end(&j, line);
-    return n ? json_entry(out, cap, line, n) : 0;
+    tlsm_json_put(&j, tail, tail_n);
+    return j.full ? 0 : (size_t)(j.p - out);
+}
+
+/* One encoder per kind, generated from its field list: the record body in field order,
+ * every field at its fixed width (absent ones zero, their flag bit clear). */
+#define ENCODER(type, name, LIST, flagw)                                                           \
+    static size_t enc_##name(struct tlsm_b2_stream *s, const struct tlsm_hot_stage *st,            \
+                             const char *tail, char *out, const char *dend)                        \
+    {                                                                                              \
+        char body[128], *q = body, *d = out;                                                       \
+        uint32_t fl = 0;                                                                           \
+        unsigned bit = 0;                                                                          \
+        int64_t t = 0;                                                                             \
+        char both[TLSM_B2_TAIL_MAX];                                                               \
+        uint64_t extra = st->have & ~(0ull LIST(MASK_BIT));                                        \
+        size_t tail_n = st->tail_len;                                                              \
+        if (extra) { /* slot keys this kind has no field for (read.stack): into the tail */        \
+            tail_n = slots_text(st, extra, tail, tail_n, both, sizeof(both));                      \
+            if (!tail_n)                                                                           \
+                return 0;                                                                          \
+            tail = both;                                                                           \
+        }                                                                                          \
+        LIST(ENC_FIELD)                                                                            \
+        if (tail_n)                                                                                \
+            fl |= 1u << bit;                                                                       \
+        d = time_base(s, t, d);                                                                    \
+        size_t body_n = (size_t)(q - body);                                                        \
+        if (d + 1 + (flagw) + 4 + body_n + (tail_n ? 2 + tail_n : 0) > dend || tail_n > UINT16_MAX) \
+            return 0;                                                                              \
+        *d++ = (char)(type);                                                                       \
+        put_le(d, fl, flagw);                                                                      \
+        put_le(d + (flagw), (uint64_t)(t - s->base_t), 4);                                         \
+        s->base_t = t;                                                                             \
+        memcpy(d + (flagw) + 4, body, body_n);                                                     \
+        d += (flagw) + 4 + body_n;                                                                 \
+        if (tail_n) {                                                                              \
+            put_le(d, tail_n, 2);                                                                  \
+            memcpy(d + 2, tail, tail_n);                                                           \
+            d += 2 + tail_n;                                                                       \
+        }                                                                                          \
+        return (size_t)(d - out);                                                                  \
+    }
+TLSM_B2_KINDS(ENCODER)
+#undef ENCODER
+
+static const char *const kind_names[] = {"", "rec", "read", "write"};
+
+static size_t json_entry(char *out, size_t cap, const char *text, size_t n)
+{
+    if (n && text[n - 1] == '\n')
+        n--;
+    if (n + 5 > cap)
+        return 0;
+    out[0] = TLSM_B2_E_JSON;
+    put_le(out + 1, n, 4);
+    memcpy(out + 5, text, n);
+    return n + 5;
+}
+
+/* A staged event that has no fixed record as its JSON text: every slot it set, then its
+ * tail (the keys without a slot, as written). */
+static size_t as_json(unsigned kind, const struct tlsm_hot_stage *st, const char *tail, char *out,
+                      size_t cap)
+{
+    char line[TLSM_B2_ENTRY_MAX];
+    int n = snprintf(line, sizeof(line), "{\"ev\":\"%s\"", kind_names[kind]);
+    size_t m = slots_text(st, st->have, tail, st->tail_len, line + n, sizeof(line) - (size_t)n - 1);
+    if (!m)
+        return 0;
+    line[n + m] = '}';
+    return json_entry(out, cap, line, (size_t)n + m + 1);
 }
 
 size_t tlsm_b2_encode(struct tlsm_b2_stream *s, const char *line, size_t n, char *out, size_t cap)

@@ -14,6 +14,8 @@
 /* Largest entry the encoder writes for one staged event: its string entries, a time entry
  * and the record with its tail. */
 #define TLSM_B2_ENTRY_MAX 4096
+/* Longest JSON tail of a fixed record (the rest goes out as a JSON entry). */
+#define TLSM_B2_TAIL_MAX 1024
 
 /* One chunk's encoder state: strings written in it so far, its time base. Reset with every
  * new chunk, so each chunk decodes on its own (a killed process's chunks too). */
