@@ -184,7 +184,8 @@ static int parse_args(struct env *env, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:", long_opts, NULL)) != -1)
         if (parse_opt(env, c))
             return -1;
-    if (optind >= argc || (env->flamegraph && (env->output == OUT_CHROME || env->output == OUT_JSONL)) ||
+    if (optind >= argc ||
+        (env->flamegraph && (env->output == OUT_CHROME || env->output == OUT_JSONL)) ||
         (env->perfetto && (env->output == OUT_CHROME || env->output == OUT_JSONL || env->compare)))
         return -1;
     return split_groups(env, argc - optind, argv + optind, before_vs);

@@ -44,11 +44,13 @@ static inline __attribute__((always_inline)) int64_t sle(const unsigned char *p,
     return (int64_t)((v ^ sign) - sign);
 }
 
-static void bad(struct cdec *c, const unsigned char *at, const unsigned char *base, const char *what)
+static void bad(struct cdec *c, const unsigned char *at, const unsigned char *base,
+                const char *what)
 {
     char why[160];
-    snprintf(why, sizeof(why), "chunk at offset %" PRIu64 ", entry at +%zu: %s; rest of the chunk skipped",
-             c->off, (size_t)(at - base) + 16, what);
+    snprintf(why, sizeof(why),
+             "chunk at offset %" PRIu64 ", entry at +%zu: %s; rest of the chunk skipped", c->off,
+             (size_t)(at - base) + 16, what);
     rd_skipped(c->r, why);
 }
 
@@ -60,21 +62,21 @@ struct fval {
     size_t n;
 };
 
-#define DEC_T(k, i)   (f[i].has = fl >> (i) & 1, f[i].v = t)
-#define DEC_TID(k, i) (f[i].has = fl >> (i) & 1, f[i].v = c->tid)
+#define DEC_T(k, i)   (f[i].has = fl >> (i)&1, f[i].v = t)
+#define DEC_TID(k, i) (f[i].has = fl >> (i)&1, f[i].v = c->tid)
 #define DEC_INT(k, i, w, sgn)                                                                      \
-    (f[i].has = fl >> (i) & 1, f[i].v = sgn ? sle(q, w) : (int64_t)le(q, w), q += w)
+    (f[i].has = fl >> (i)&1, f[i].v = sgn ? sle(q, w) : (int64_t)le(q, w), q += w)
 #define DEC_U8(k, i)  DEC_INT(k, i, 1, 0)
 #define DEC_U16(k, i) DEC_INT(k, i, 2, 0)
 #define DEC_U32(k, i) DEC_INT(k, i, 4, 0)
 #define DEC_I8(k, i)  DEC_INT(k, i, 1, 1)
 #define DEC_I16(k, i) DEC_INT(k, i, 2, 1)
 #define DEC_I32(k, i) DEC_INT(k, i, 4, 1)
-#define DEC_B(k, i)   (f[i].has = fl >> (i) & 1, f[i].v = *q++ != 0)
+#define DEC_B(k, i)   (f[i].has = fl >> (i)&1, f[i].v = *q++ != 0)
 #define DEC_S(k, i)                                                                                \
     do {                                                                                           \
         unsigned id_ = *q++;                                                                       \
-        f[i].has = fl >> (i) & 1;                                                                  \
+        f[i].has = fl >> (i)&1;                                                                    \
         if (f[i].has && !c->strs[id_].p)                                                           \
             return "a string id no string entry of the chunk defined";                             \
         f[i].p = c->strs[id_].p, f[i].n = c->strs[id_].n;                                          \
@@ -86,9 +88,9 @@ struct lfield {
     const char *name;
     enum enc enc;
 };
-#define LF(k, e) {#k, E_##e},
+#define LF(k, e)    {#k, E_##e},
 #define COUNT(k, e) +1
-#define SIZE(k, e) +TLSM_B2_SIZE_##e
+#define SIZE(k, e)  +TLSM_B2_SIZE_##e
 #define KIND_TABLES(type, name, LIST, flagw)                                                       \
     static const struct lfield lf_##name[] = {LIST(LF)};                                           \
     enum { N_##name = 0 LIST(COUNT), BODY_##name = 0 LIST(SIZE) };
@@ -102,7 +104,8 @@ struct kind {
     uint8_t off[32];            /* each field's offset in the body */
     enum ev_kind ev;
 };
-#define KIND_ROW(type, name, LIST, flagw) [type] = {#name, lf_##name, N_##name, flagw, BODY_##name, {0}},
+#define KIND_ROW(type, name, LIST, flagw)                                                          \
+    [type] = {#name, lf_##name, N_##name, flagw, BODY_##name, {0}},
 static struct kind kinds[4] = {TLSM_B2_KINDS(KIND_ROW)};
 
 static void kinds_init(void)
@@ -113,8 +116,8 @@ static void kinds_init(void)
     for (unsigned k = 1; k < 4; k++)
         for (unsigned i = 0; i < kinds[k].n; i++)
             kinds[k].af[i] = field__find(kinds[k].f[i].name, strlen(kinds[k].f[i].name));
-    static const uint8_t size[] = {[E_T] = 0, [E_TID] = 0, [E_U8] = 1, [E_U16] = 2, [E_U32] = 4,
-                                   [E_I8] = 1, [E_I16] = 2, [E_I32] = 4, [E_S] = 1, [E_B] = 1};
+    static const uint8_t size[] = {[E_T] = 0,  [E_TID] = 0, [E_U8] = 1,  [E_U16] = 2, [E_U32] = 4,
+                                   [E_I8] = 1, [E_I16] = 2, [E_I32] = 4, [E_S] = 1,   [E_B] = 1};
     for (unsigned k = 1; k < 4; k++) {
         unsigned o = 0;
         kinds[k].ev = ev_kind__parse(kinds[k].name, strlen(kinds[k].name));
@@ -125,9 +128,11 @@ static void kinds_init(void)
 }
 
 /* Decodes the body at q (bounds checked by the caller) into f[]; NULL or what is wrong. */
-#define DEC_FIELD(k, e) DEC_##e(k, idx); idx++;
+#define DEC_FIELD(k, e)                                                                            \
+    DEC_##e(k, idx);                                                                               \
+    idx++;
 #define DECODER(type, name, LIST, flagw)                                                           \
-    static const char *dec_##name(struct cdec *c, const unsigned char *q, uint32_t fl, int64_t t, \
+    static const char *dec_##name(struct cdec *c, const unsigned char *q, uint32_t fl, int64_t t,  \
                                   struct fval *f)                                                  \
     {                                                                                              \
         unsigned idx = 0;                                                                          \
@@ -202,7 +207,9 @@ static int fill(const struct kind *k, const struct fval *f, struct event *e)
         if (!f[i].has || !af)
             continue;
         enum enc en = k->f[i].enc;
-        if (af->type != (en == E_S ? FT_STR : en == E_B ? FT_BOOL : FT_INT) ||
+        if (af->type != (en == E_S   ? FT_STR
+                         : en == E_B ? FT_BOOL
+                                     : FT_INT) ||
             (en == E_S && af->slot == S_EV))
             return -1;
         if (en == E_S) {
@@ -249,7 +256,7 @@ static inline __attribute__((always_inline)) int set_i(struct event *e, const st
 }
 
 #define DIR_INT(i, v)                                                                              \
-    if ((fl >> (i) & 1) && set_i(e, k->af[i], (v)))                                                \
+    if ((fl >> (i)&1) && set_i(e, k->af[i], (v)))                                                  \
         return -1;
 #define DIR_T(key, i)   DIR_INT(i, t)
 #define DIR_TID(key, i) DIR_INT(i, (int64_t)c->tid)
@@ -260,14 +267,14 @@ static inline __attribute__((always_inline)) int set_i(struct event *e, const st
 #define DIR_I16(key, i) DIR_INT(i, sle(q, 2)) q += 2;
 #define DIR_I32(key, i) DIR_INT(i, sle(q, 4)) q += 4;
 #define DIR_B(key, i)                                                                              \
-    if ((fl >> (i) & 1) && k->af[i]) {                                                             \
+    if ((fl >> (i)&1) && k->af[i]) {                                                               \
         if (k->af[i]->type != FT_BOOL)                                                             \
             return -1;                                                                             \
         e->have_tag_ok = true, e->tag_ok = q[0] != 0;                                              \
     }                                                                                              \
     q += 1;
 #define DIR_S(key, i)                                                                              \
-    if ((fl >> (i) & 1) && k->af[i]) {                                                             \
+    if ((fl >> (i)&1) && k->af[i]) {                                                               \
         const struct field *af_ = k->af[i];                                                        \
         if (af_->type != FT_STR || af_->slot == S_EV || !c->strs[q[0]].p)                          \
             return -1;                                                                             \
@@ -277,7 +284,7 @@ static inline __attribute__((always_inline)) int set_i(struct event *e, const st
     q += 1;
 #define DIR_FIELD(key, enc) DIR_##enc(key, idx) idx++;
 #define DIRECT(type, name, LIST, flagw)                                                            \
-    static int direct_##name(struct cdec *c, const struct kind *k, const unsigned char *q,        \
+    static int direct_##name(struct cdec *c, const struct kind *k, const unsigned char *q,         \
                              uint32_t fl, int64_t t, struct event *e)                              \
     {                                                                                              \
         unsigned idx = 0;                                                                          \
@@ -526,14 +533,17 @@ enum read_status read2__run(struct rd *r, FILE *f, const char *mem, size_t len,
     uint64_t version = le(fh + 8, 2), hsize = le(fh + 10, 2);
     if (version != TLSM_B2_VERSION) {
         if (r->warn)
-            fprintf(r->warn, "%s: trace format %llu; this analyzer reads format 1 (JSON Lines) and 2 (binary)%s\n",
-                    r->t->file, (unsigned long long)version, version > 2 ? " (update tlsmeter-analyze)" : "");
+            fprintf(r->warn,
+                    "%s: trace format %llu; this analyzer reads format 1 (JSON Lines) and 2 "
+                    "(binary)%s\n",
+                    r->t->file, (unsigned long long)version,
+                    version > 2 ? " (update tlsmeter-analyze)" : "");
         return version > 2 ? RD_NEWER : RD_NOT_TRACE;
     }
     if (hsize < TLSM_B2_FILE_HDR || hsize % 8 || !in_skip(&in, hsize - TLSM_B2_FILE_HDR)) {
         if (r->warn)
-            fprintf(r->warn, "%s: file header size %llu is not one this analyzer knows\n", r->t->file,
-                    (unsigned long long)hsize);
+            fprintf(r->warn, "%s: file header size %llu is not one this analyzer knows\n",
+                    r->t->file, (unsigned long long)hsize);
         return RD_NOT_TRACE;
     }
     r->t->binary = true;

@@ -28,7 +28,10 @@ static int eat(struct cur *c, char ch)
 
 /* Bytes a string may hold on the fast path: printable ASCII but the quote and the backslash. */
 static const unsigned char plain[256] = {
-    [0x20] = 1, [0x21] = 1, [0x23 ... 0x5b] = 1, [0x5d ... 0x7f] = 1,
+    [0x20] = 1,
+    [0x21] = 1,
+    [0x23 ... 0x5b] = 1,
+    [0x5d ... 0x7f] = 1,
 };
 
 /* A string of printable ASCII without escapes; c->p is on the opening quote. One table

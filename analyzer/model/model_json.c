@@ -89,7 +89,9 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
     }
     t->format = (int64_t)json_integer_value(fmt);
     if (t->format != (t->binary ? 2 : 1)) {
-        snprintf(err, errlen, "trace format %lld in a %s file; this analyzer reads format 1 (JSON Lines) and 2 (binary)%s",
+        snprintf(err, errlen,
+                 "trace format %lld in a %s file; this analyzer reads format 1 (JSON Lines) and 2 "
+                 "(binary)%s",
                  (long long)t->format, t->binary ? "binary" : "JSON Lines",
                  t->format > 2 ? " (update tlsmeter-analyze)" : "");
         return t->format > 2 ? -3 : -2;

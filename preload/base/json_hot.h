@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 #define TLSM_HOT_INT(X)                                                                            \
-    X(t) X(tid) X(conn) X(read) X(write) X(type) X(len) X(pt) X(crypto_ns) X(preempt) X(wall_ns)   \
+    X(t)                                                                                           \
+    X(tid) X(conn) X(read) X(write) X(type) X(len) X(pt) X(crypto_ns) X(preempt) X(wall_ns)        \
         X(gcm_ns) X(gcm_bytes) X(lib) X(impl) X(stack) X(id) X(want) X(got) X(err) X(ns) X(recs)   \
             X(asked) X(written)
 #define TLSM_HOT_STR(X)  X(dir) X(tls) X(cipher) X(gcm_fn) X(path) X(verify) X(fn)
@@ -56,7 +57,7 @@ static inline __attribute__((always_inline)) int tlsm_hot_slot(const char *k, un
 struct tlsm_hot_stage {
     uint32_t tail_len;
     uint32_t pad;
-    uint64_t have;         /* bit per slot */
+    uint64_t have;        /* bit per slot */
     int64_t v[TLSM_HS_N]; /* valid where have says so */
 };
 

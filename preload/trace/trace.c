@@ -149,7 +149,6 @@ static struct tlsm_tbuf *self_buf(void)
     return b;
 }
 
-
 /* Mapped mode for a regular file whose filesystem can reserve blocks, unless RLIMIT_AS
  * leaves too little room for chunks; write(2) otherwise (a 32 KiB buffer per thread). */
 static void choose_io(const struct stat *st)

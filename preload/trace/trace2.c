@@ -75,9 +75,8 @@ static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, co
 
 /* The id of string p in this chunk; a new one gets its string entry at *d. 0: no room
  * (255 strings in one chunk, or longer than 255 bytes): the event goes out as JSON. */
-static inline __attribute__((always_inline)) uint8_t intern(struct tlsm_b2_stream *s,
-                                                            const char *p, char **d,
-                                                            const char *dend)
+static inline __attribute__((always_inline)) uint8_t intern(struct tlsm_b2_stream *s, const char *p,
+                                                            char **d, const char *dend)
 {
     unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
     if (__builtin_expect(s->cache[h] == p, 1))
@@ -107,14 +106,14 @@ static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, co
     return id;
 }
 
-#define HAS(k)   (st->have >> TLSM_HS_##k & 1)
-#define VAL(k)   (HAS(k) ? st->v[TLSM_HS_##k] : 0) /* a select, no branch */
-#define LIM_U8   0, UINT8_MAX
-#define LIM_U16  0, UINT16_MAX
-#define LIM_U32  0, UINT32_MAX
-#define LIM_I8   INT8_MIN, INT8_MAX
-#define LIM_I16  INT16_MIN, INT16_MAX
-#define LIM_I32  INT32_MIN, INT32_MAX
+#define HAS(k)  (st->have >> TLSM_HS_##k & 1)
+#define VAL(k)  (HAS(k) ? st->v[TLSM_HS_##k] : 0) /* a select, no branch */
+#define LIM_U8  0, UINT8_MAX
+#define LIM_U16 0, UINT16_MAX
+#define LIM_U32 0, UINT32_MAX
+#define LIM_I8  INT8_MIN, INT8_MAX
+#define LIM_I16 INT16_MIN, INT16_MAX
+#define LIM_I32 INT32_MIN, INT32_MAX
 #define ENC_INT(k, w, lo, hi)                                                                      \
     do {                                                                                           \
         int64_t x_ = VAL(k);                                                                       \
@@ -224,7 +223,8 @@ static size_t slots_text(const struct tlsm_hot_stage *st, uint64_t mask, const c
             fl |= 1u << bit;                                                                       \
         d = time_base(s, t, d);                                                                    \
         size_t body_n = (size_t)(q - body);                                                        \
-        if (d + 1 + (flagw) + 4 + body_n + (tail_n ? 2 + tail_n : 0) > dend || tail_n > UINT16_MAX) \
+        if (d + 1 + (flagw) + 4 + body_n + (tail_n ? 2 + tail_n : 0) > dend ||                     \
+            tail_n > UINT16_MAX)                                                                   \
             return 0;                                                                              \
         *d++ = (char)(type);                                                                       \
         put_le(d, fl, flagw);                                                                      \

@@ -49,7 +49,8 @@ static void write_end(char *line, size_t cap, bool all_stopped)
         tlsm_tr_write_all(line, n);
     else if (!tlsm_tr_fd_still_ours())
         return; /* the mappings kept the lines; a descriptor the program reused is not ours */
-    else if (!all_stopped || !(tlsm_tr_fmt2 ? tlsm_tmap_finish2 : tlsm_tmap_finish)(tlsm_tr_fd, line, n))
+    else if (!all_stopped ||
+             !(tlsm_tr_fmt2 ? tlsm_tmap_finish2 : tlsm_tmap_finish)(tlsm_tr_fd, line, n))
         tlsm_tmap_append(tlsm_tr_fd, line, n); /* zeroed space stays: readers skip it */
 }
 

@@ -77,8 +77,8 @@ void tlsm_tr_put2_slow(struct tlsm_tbuf *b, const char *line, size_t len)
     }
     if (!tlsm_tr_mapped)
         b->cap = TBUF_SIZE, b->hdr = 0;
-    b->used = b->hdr + tlsm_b2_chunk_start(&b->s2, b->data + b->hdr, b->cap - b->hdr,
-                                           (uint32_t)tlsm_th.tid);
+    b->used = b->hdr +
+              tlsm_b2_chunk_start(&b->s2, b->data + b->hdr, b->cap - b->hdr, (uint32_t)tlsm_th.tid);
     size_t n = tlsm_b2_encode(&b->s2, line, len, b->data + b->used, b->cap - b->used);
     if (!n) {
         tlsm_tr_drop_line(b, len); /* larger than a whole chunk: never from our events */
@@ -129,14 +129,14 @@ bool tlsm_tr_put2_header(struct tlsm_tbuf *b, const char *line, size_t n)
     char f2[TLSM_LINE_MAX + 64];
     if (!b) {
         tlsm_b2_file_header(f2);
-        size_t m = tlsm_b2_mini_chunk(f2 + TLSM_B2_FILE_HDR, sizeof(f2) - TLSM_B2_FILE_HDR, line,
-                                      n, (uint32_t)tlsm_th.tid);
+        size_t m = tlsm_b2_mini_chunk(f2 + TLSM_B2_FILE_HDR, sizeof(f2) - TLSM_B2_FILE_HDR, line, n,
+                                      (uint32_t)tlsm_th.tid);
         return m && tlsm_tr_write_all(f2, TLSM_B2_FILE_HDR + m);
     }
     tlsm_b2_file_header(b->data);
     b->hdr = TLSM_B2_FILE_HDR;
-    b->used = b->hdr + tlsm_b2_chunk_start(&b->s2, b->data + b->hdr, b->cap - b->hdr,
-                                           (uint32_t)tlsm_th.tid);
+    b->used = b->hdr +
+              tlsm_b2_chunk_start(&b->s2, b->data + b->hdr, b->cap - b->hdr, (uint32_t)tlsm_th.tid);
     size_t e = tlsm_b2_encode(&b->s2, line, n, b->data + b->used, b->cap - b->used);
     b->used += e;
     tlsm_b2_commit(b->data + b->hdr, b->used - b->hdr - TLSM_B2_CHUNK_HDR);

@@ -64,4 +64,3 @@ void tlsm_tr_replay_early_warnings(void)
     for (unsigned i = 0; i < n && i < MAX_EARLY_WARN; i++)
         tlsm_trace_warn(early_warn[i]);
 }
-

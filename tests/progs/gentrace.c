@@ -77,12 +77,13 @@ int main(int argc, char **argv)
         fwrite(fh, 1, sizeof(fh), out);
     }
     char hdr[600];
-    snprintf(hdr, sizeof(hdr),
-             "{\"ev\":\"header\",\"format\":%d,\"tool\":\"tlsmeter\",\"version\":\"0.1.0\",\"pid\":4242,"
-             "\"comm\":\"bench\",\"exe\":\"/usr/bin/bench\",\"start_unix_ns\":1764489600000000000,"
-             "\"clock\":\"tsc\",\"arch\":\"x86_64\",\"cpu\":\"bench\",\"cpu_crypto\":[\"aes\","
-             "\"pclmulqdq\"],\"crypto_mode\":\"native\"}\n",
-             jsonl ? 1 : 2);
+    snprintf(
+        hdr, sizeof(hdr),
+        "{\"ev\":\"header\",\"format\":%d,\"tool\":\"tlsmeter\",\"version\":\"0.1.0\",\"pid\":4242,"
+        "\"comm\":\"bench\",\"exe\":\"/usr/bin/bench\",\"start_unix_ns\":1764489600000000000,"
+        "\"clock\":\"tsc\",\"arch\":\"x86_64\",\"cpu\":\"bench\",\"cpu_crypto\":[\"aes\","
+        "\"pclmulqdq\"],\"crypto_mode\":\"native\"}\n",
+        jsonl ? 1 : 2);
     rare(hdr);
     rare("{\"ev\":\"lib\",\"id\":1,\"path\":\"/usr/lib/x86_64-linux-gnu/libcrypto.so.3\","
          "\"has_ssl\":true,\"has_crypto\":true,\"role\":\"app\",\"caps\":{\"aesni\":false,"

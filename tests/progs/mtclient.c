@@ -10,7 +10,8 @@
  *
  * Connection k of thread i downloads PATH[(i * CONNS + k) % npaths]. Odd threads use
  * SSL_read_ex, even ones SSL_read; threads with bit 1 set read 5000 bytes at a time (smaller
- * than a record), the others 16384 (-r BYTES: every thread BYTES). Prints per connection, in completion order:
+ * than a record), the others 16384; -r BYTES: every thread reads BYTES at a time.
+ * Prints per connection, in completion order:
  *   conn tid=T thread=I seq=K path=P got=N body=N sha256=HEX ok=1
  * (tid is the kernel thread id, as in the trace). -o writes the body (one connection only;
  * -o /dev/stdout works), -q leaves the per-connection lines out.

@@ -87,7 +87,7 @@ static void read_tail(struct tlsm_json *j)
     tlsm_json_int(j, "ns", 12000);
     tlsm_json_int(j, "recs", 1);
     tlsm_json_int(j, "crypto_ns", 4100);
-    tlsm_json_int(j, "stack", 12);                    /* read.stack: no field, the tail */
+    tlsm_json_int(j, "stack", 12);                      /* read.stack: no field, the tail */
     tlsm_json_str(j, "site", "libfoo.so+0x1234 \"x\""); /* a key no list has, escaped */
 }
 
