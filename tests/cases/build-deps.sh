@@ -11,7 +11,8 @@
 d=$(case_dir)
 src=$d/src
 mkdir -p "$src/tests"
-cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" "$src/"
+cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" "$TLSM_TOP/common" \
+    "$src/"
 cp -a "$TLSM_TOP/tests/progs" "$TLSM_TOP/tests/fuzz" "$src/tests/"
 # The fuzz target needs clang with libFuzzer; without it the other targets are still checked.
 goals=(all testprogs)
@@ -39,8 +40,9 @@ def reads(path, seen):
     seen.add(path)
     text = open(os.path.join(src, path)).read()
     for name in inc.findall(text):
-        # the preload compiles with -Ipreload, the analyzer and the fuzz target with -Ianalyzer
-        for base in (os.path.dirname(path), 'preload', 'analyzer'):
+        # the preload compiles with -Ipreload, the analyzer and the fuzz target with -Ianalyzer;
+        # all with -I. (common/)
+        for base in (os.path.dirname(path), 'preload', 'analyzer', '.'):
             cand = os.path.normpath(os.path.join(base, name))
             if os.path.exists(os.path.join(src, cand)):
                 reads(cand, seen)
