@@ -243,7 +243,7 @@ void tlsm_tr_open_trace(void)
     tlsm_json_stage_hot = tlsm_tr_fmt2;
     tlsm_tr_trace_pid = getpid();
     trace_gen++;
-    tlsm_json_begin(&j, line, sizeof(line), "header");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(HEADER));
     struct tlsm_tr_hdr h = {unix_t0,         mono_t0,        mono_t0 - proc_mono0,
                             tlsm_tr_fork_of, tlsm_tr_mapped, io_note};
     tlsm_tr_header_fields(&j, &h);

@@ -17,7 +17,7 @@ _Atomic unsigned tlsm_tr_nearly_warn;
 size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid)
 {
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, cap, "warn");
+    tlsm_json_begin(&j, line, cap, TLSM_EV(WARN));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     if (with_pid)
         tlsm_json_int(&j, "pid", getpid());
