@@ -386,6 +386,8 @@ static size_t fixed(struct cdec *c, const unsigned char *p, const unsigned char 
 /* The entries of one chunk: p[0..n). */
 static void entries(struct cdec *c, const unsigned char *p, size_t n)
 {
+    if (!n)
+        return; /* an empty chunk (p may be NULL: nothing allocated yet) */
     const unsigned char *base = p, *end = p + n;
     memset(c->strs, 0, sizeof(c->strs));
     c->base = 0;
@@ -433,6 +435,8 @@ struct in2 {
 static size_t in_read(struct in2 *in, void *dst, size_t n)
 {
     size_t k;
+    if (!n)
+        return 0; /* an empty chunk: dst may be NULL (nothing allocated yet) */
     if (in->f) {
         k = fread(dst, 1, n, in->f);
     } else {
