@@ -134,10 +134,11 @@ $(ANALYZER): $(ANALYZER_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 
+# -Ipreload: gentrace builds the preload's trace encoder into itself.
 $(O)/tests/%: tests/progs/%.c $(O)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Ipreload $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
 		$(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -lpthread -ldl
 
 testprogs: $(TESTPROGS)

@@ -90,6 +90,7 @@ struct blind {
 struct trace {
     char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
     int64_t pid, format, start_unix_ns;
+    bool binary; /* read from trace format 2 (read2.c), whose header says format 2 */
     bool has_end, partial_last, emulated, cpu_known, hooks_known;
     bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
@@ -192,6 +193,12 @@ struct model {
     struct thread *threads;
     size_t nthreads, cap_threads;
     struct imap bucket_map, conn_map, thread_map;
+    /* Recent lookups of conn_map and thread_map (model.c): trace index, id, array index + 1
+     * (0: empty), direct-mapped by id. Most events hit. */
+    struct id_cache {
+        uint32_t ti, idx1;
+        int64_t id;
+    } conn_cache[16], thread_cache[16];
     char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
     int nnames;
     struct hist read_got, read_want, rec_len, recs_per_read;
