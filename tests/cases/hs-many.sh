@@ -42,6 +42,7 @@ sample() {
 }
 sample "$d/plain" -u LD_PRELOAD
 sample "$d/traced" LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$d/traced.trace.%p.jsonl"
+tlsm_jsonl "$d/traced.trace.%p.jsonl" # format 2 on disk; the checks read JSON Lines
 tls_server_stop
 if [ -n "${TLSM_SAN:-}" ]; then
     # The sanitizer runtime in both runs keeps freed memory in its quarantine (the untraced

@@ -64,6 +64,7 @@ for mode in new reuse; do
         -time "$secs" -CAfile "$TLS_CERT" >"$p.stime" 2>&1
     echo "$?" >"$p.stime.rc"
     tls_stop_pid "$SRV_PID"
+    tlsm_jsonl "$p.trace.%p.jsonl" # format 2 on disk; the checks read JSON Lines
     traces=("$p".trace.*.jsonl)
     if [ ! -f "${traces[0]}" ]; then
         fail "$name: no trace ($(head -c 300 "$p.server.log"))"
