@@ -122,21 +122,19 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
     }
 }
 
-/* Backend errors go to the program's error queue, as the program's own copy would
- * have raised them (same library and reason codes across OpenSSL 3 builds). */
+/* Backend errors go to the program's error queue, as the program's own copy would have
+ * raised them (same library and reason codes across OpenSSL 3 builds; a 1.1.1 copy gets
+ * the library code and a reason that may be numbered differently there). */
 static void forward_errors(struct tlsm_rec_state *st)
 {
-    const struct tlsm_api *a = st->lib ? &st->lib->api : NULL;
+    const struct tlsm_abi *a = st->lib ? &st->lib->abi : NULL;
     const char *file, *func;
     int line;
     unsigned long e;
     for (int i = 0; i < 16 && (e = st->backend->ERR_get_error_all(&file, &line, &func, NULL, NULL));
          i++) {
-        if (!a || !a->ERR_new || !a->ERR_set_debug || !a->ERR_set_error)
-            continue;
-        a->ERR_new();
-        a->ERR_set_debug(file, line, func);
-        a->ERR_set_error(ERR_GET_LIB(e), ERR_GET_REASON(e), NULL);
+        if (a && a->put_error) /* e is the 3.x backend's code: its macros decode it */
+            a->put_error(a, ERR_GET_LIB(e), ERR_GET_REASON(e), file, line, func);
     }
 }
 
