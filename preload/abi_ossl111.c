@@ -124,6 +124,14 @@ static void cpuinfo111(const struct tlsm_abi *a, char *buf, size_t cap)
 }
 #endif
 
+/* e_aes.c aes_gcm_tls_cipher / aes_ccm_tls_cipher: decryption returns the plaintext length,
+ * encryption the whole record (nonce, ciphertext, tag); e_chacha20_poly1305.c (no explicit
+ * nonce) returns the whole record both ways (tests/unit/evp/ossl111-tls12-*). */
+static int tls_cipher_ret111(int in_len, int eiv, bool enc)
+{
+    return enc || !eiv ? in_len : in_len - eiv - 16;
+}
+
 #define ENTRY(field, name) a->field = (__typeof__(a->field))lookup(h, name)
 
 void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
@@ -145,5 +153,6 @@ void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn looku
     a->raw[RAW_PUT_ERROR] = (void (*)(void))lookup(h, "ERR_put_error");
     a->put_error = put_error111;
     a->cpuinfo = cpuinfo111;
+    a->tls_cipher_ret = tls_cipher_ret111;
     a->ssl_ktls_recv = NULL; /* kTLS came with 3.0 */
 }

@@ -115,7 +115,7 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
     st->lib = target;
     st->conn = tlsm_th.conn;
     if (tlsm_cfg.calibrate)
-        tlsm_calib_once(target->path);
+        tlsm_calib_once(target->abi.kind == TLSM_ABI_OSSL3 ? target->path : NULL); /* as reroute */
     tlsm_reroute_attach(st, key, iv);
     if (has_params) /* set by the params, which the shadow did not get */
         tlsm_reroute_mirror_init(st, NULL, NULL, 0, true);

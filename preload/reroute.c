@@ -56,7 +56,10 @@ void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
     tlsm_reroute_detach(st);
     if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
         return;
-    struct tlsm_backend *b = tlsm_backend_get(tlsm_cfg.crypto, st->lib ? st->lib->path : NULL);
+    /* The backend speaks 3.x (backend.c): a copy of the program's own libcrypto when that
+     * is 3.x, else (a 1.1.1 copy) the system's libcrypto.so.3. */
+    const char *own = st->lib && st->lib->abi.kind == TLSM_ABI_OSSL3 ? st->lib->path : NULL;
+    struct tlsm_backend *b = tlsm_backend_get(tlsm_cfg.crypto, own);
     EVP_CIPHER *c = b ? tlsm_backend_cipher(b, tlsm_backend_cipher_index(st->rsm.cipher)) : NULL;
     if (!c) {
         if (b)
@@ -89,7 +92,9 @@ void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *ke
 /* Same ctrl, same answer expected: a different one means the shadow no longer matches. */
 void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret)
 {
-    if (!st->shadow_ok)
+    /* A query changes nothing to mirror. 1.1.1's EVP_CIPHER_CTX_iv_length asks through ctrl;
+     * the 3.x backend answers that through parameters and refuses the ctrl. */
+    if (!st->shadow_ok || type == EVP_CTRL_GET_IVLEN)
         return;
     tlsm_th.guard++;
     int r = st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, type, arg, ptr);
@@ -272,6 +277,8 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
     int ret = st->backend->EVP_Cipher(st->shadow, out, in, inl);
     if (ret < 0)
         forward_errors(st);
+    else if (st->lib && st->lib->abi.tls_cipher_ret) /* the program's copy speaks another ABI */
+        ret = st->lib->abi.tls_cipher_ret((int)inl, st->rsm.eiv, st->rsm.dir == TLSM_DIR_OUT);
     tlsm_th.guard--;
     return ret;
 }

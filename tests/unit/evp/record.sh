@@ -46,4 +46,5 @@ done <<'LIST'
 tls12-aes128gcm -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256
 tls13-aes128gcm -tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256
 tls13-chacha20 -tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256
+tls12-chacha20 -tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305
 LIST
