@@ -9,7 +9,8 @@
 # every read byte accounted for, >= 1 record per 16 KiB, the lib event says abi 1.1.1; for
 # AES-GCM the analyzer's class is hardware, with the capability mask table plus the
 # software-aes verdict, and masked + TLSMETER_CRYPTO=hw every record on path hw (the 3.x
-# backend: the system's libcrypto.so.3), same output. Under qemu (make check-aarch64) the
+# backend: the system's libcrypto.so.3), same output; TLSMETER_CALIBRATE=1 gives calib lines
+# from those backends and TLSMETER_STACKS=1 stack ids on the records. Under qemu (make check-aarch64) the
 # arm64 packages run with OPENSSL_armcap=0 as the mask. Skips only when the packages cannot
 # be fetched.
 # tlsm-arch: x86_64 aarch64
@@ -118,6 +119,22 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.3 TLS_CHACHA20_POLY1305_SHA
         lib_is_111 "openssl111-trace lib abi 1.1.1 $suite" "$TRACE"
         [ "$cipher" != ChaCha20-Poly1305 ] &&
             analyzed "openssl111-trace default is hardware $suite" "$TRACE" hardware no native
+    fi
+    # Calibration and stacks for a 1.1.1 copy: calib runs on the OpenSSL 3 backends (the
+    # system's libcrypto.so.3, role backend), records carry stack ids.
+    if [ "$suite" = TLS_AES_128_GCM_SHA256 ] && tls_mode_ok hw; then
+        TLS_ENV=(TLSMETER_CALIBRATE=1 TLSMETER_STACKS=1)
+        traced calib && tls_check "openssl111-trace calib and stacks $suite" "$TLSM_PY" -c 'import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+cal = {(e["mode"], e["cipher"]): e["impl"] for e in ev if e["ev"] == "calib"}
+assert cal.get(("hw", "AES-128-GCM")) == "hardware" and cal.get(("soft", "AES-128-GCM")) == "table", cal
+bk = [e for e in ev if e["ev"] == "lib" and e.get("role") == "backend"]
+assert bk and all(e["version"].startswith("OpenSSL 3") for e in bk), bk
+recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
+assert recs and all(e.get("stack") for e in recs), "app-data records without stack ids"
+assert any(e["ev"] == "stack" for e in ev), "no stack events"
+' "$TRACE"
+        TLS_ENV=()
     fi
     if [ "$cipher" = ChaCha20-Poly1305 ]; then
         tls_server_stop
