@@ -61,7 +61,18 @@ static int fail(const char *fmt, const char *a, const char *b)
     return -1;
 }
 
-/* The program's own libcrypto when it is one; else the system's. */
+/* Readable: open(2), not access(2): qemu-user (make check-aarch64) maps open's path into
+ * its -L sysroot but not faccessat's. */
+static bool readable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+/* The program's own libcrypto when it is one (3.x: callers pass NULL for a 1.1.1 copy);
+ * else the system's OpenSSL 3. */
 static const char *pick_source(const char *app_crypto)
 {
     static const char *const sys[] = {"/lib/" TRIPLET "/libcrypto.so.3",
@@ -73,7 +84,7 @@ static const char *pick_source(const char *app_crypto)
     if (base && !strncmp(base + 1, "libcrypto.so", 12))
         return app_crypto;
     for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
-        if (access(sys[i], R_OK) == 0)
+        if (readable(sys[i]))
             return sys[i];
     return NULL;
 }
