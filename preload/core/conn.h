@@ -1,0 +1,41 @@
+/* conn.h: connections (one per SSL*) and the reads made on them. */
+#ifndef TLSM_CONN_H
+#define TLSM_CONN_H
+
+#include "forward/obj.h"
+
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_conn_state;
+
+/* Saved and restored around a hook so nested SSL_* calls keep the outer context. */
+struct tlsm_conn_scope {
+    uint32_t prev_conn;
+    struct tlsm_conn_state *prev_cs;
+    struct tlsm_conn_state *cs;
+};
+
+int tlsm_conn_init(void);
+/* Enter/leave an SSL_* hook on ssl (sets this thread's current connection). */
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+void tlsm_conn_leave(struct tlsm_conn_scope *sc);
+uint32_t tlsm_conn_current(void);
+/* A handshake call returned: time it; on success write the open event. */
+void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
+                              int ret);
+/* An SSL_write/SSL_read call returned before the handshake was seen complete. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1);
+/* A read is starting / has returned. */
+void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0);
+void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                   int ret, int64_t got, uint64_t t0, uint64_t t1);
+/* A record finished on this thread: count it for the current read and connection
+ * (crypto_ns as in its rec event; preempted: it carries a `preempt` flag). */
+void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted);
+/* SSL_free: write the close event, forget the connection. */
+void tlsm_conn_free(const SSL *ssl);
+
+#endif

@@ -1,0 +1,50 @@
+/* obj.h: loaded objects tlsmeter has met, as callers of hooked functions or as the OpenSSL
+ * copies those calls land in (an "instance": gets a lib event and its helper functions). */
+#ifndef TLSM_OBJ_H
+#define TLSM_OBJ_H
+
+#include "forward/abi.h"
+#include "forward/resolve.h"
+
+#include <link.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_obj {
+    const struct link_map *lm;
+    uintptr_t start, end;
+    char path[512];
+    const char *want[TLSM_FN_COUNT]; /* version each of its references asks for */
+    uint64_t refs;                   /* hooked names it imports through relocations */
+    bool has_ssl, has_crypto;        /* defines SSL_read / EVP_CipherUpdate */
+    _Atomic int described;
+    int lib_id;       /* id of its lib event; 0 = not an OpenSSL instance (yet) */
+    char version[64]; /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
+    _Atomic uint64_t hooks_into;
+    /* Its ABI and entry points (abi.h), decided once when described. A copy left alone
+     * (old, foreign) has none: tlsmeter never calls into it, record.c tracks none of its
+     * contexts, the SSL hooks only forward. */
+    struct tlsm_abi abi;
+    bool stale;       /* dlclose() happened since: do not reuse for new callers */
+    unsigned lib_gen; /* trace file generation its lib line was written to */
+};
+
+/* The object containing addr, registered on first sight (under the registry's own lock, taken
+ * here only for a new object; callers hold no lock). NULL if no object or the registry is full. */
+struct tlsm_obj *tlsm_obj_of(const void *addr);
+/* First time a hook forwards into o: learn what it is, write its lib event. */
+void tlsm_obj_describe(struct tlsm_obj *o);
+void tlsm_obj_mark_stale(void);
+/* For the end event: every described instance with the hooks that resolved into it. */
+size_t tlsm_obj_end_json(char *buf, size_t cap);
+int tlsm_next_lib_id(void);
+/* The ABI of the registered object lm (TLSM_ABI_UNKNOWN if not registered or described);
+ * with its version text in *version. */
+enum tlsm_abi_kind tlsm_obj_abi(const struct link_map *lm, const char **version);
+/* A libcrypto-only instance our hooks forward into: it holds no TLS record layer. */
+bool tlsm_obj_crypto_only(const struct link_map *lm);
+void tlsm_obj_atfork(bool take);
+/* Write the lib line of every known instance into the trace file just opened. */
+void tlsm_obj_replay_libs(unsigned gen);
+
+#endif
