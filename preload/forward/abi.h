@@ -49,8 +49,9 @@ struct tlsm_abi {
      * ("OPENSSL_ia32cap=0x..:0x.." / "OPENSSL_armcap=0x.."); "" when unknown. */
     void (*cpuinfo)(const struct tlsm_abi *a, char *buf, size_t cap);
     /* What this ABI's EVP_Cipher returns for a TLS 1.2 AEAD record of in_len bytes (explicit
-     * nonce eiv bytes, 16-byte tag) when it succeeds; NULL: what tlsmeter's 3.x backend
-     * returns (abi_ossl3.c). Rerouted records must return what the program's copy would. */
+     * nonce eiv bytes, 16-byte tag) when it succeeds; NULL: what a 3.x backend returns
+     * (abi_ossl3.c). A record rerouted to a backend of the other ABI must return what the
+     * program's copy would. */
     int (*tls_cipher_ret)(int in_len, int eiv, bool enc);
     /* Raise an error on the calling thread's queue of this copy, as its own code would. */
     void (*put_error)(const struct tlsm_abi *a, int lib, int reason, const char *file, int line,

@@ -57,10 +57,7 @@ void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
     tlsm_reroute_detach(st);
     if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
         return;
-    /* The backend speaks 3.x (backend.c): a copy of the program's own libcrypto when that
-     * is 3.x, else (a 1.1.1 copy) the system's libcrypto.so.3. */
-    const char *own = st->lib && st->lib->abi.kind == TLSM_ABI_OSSL3 ? st->lib->path : NULL;
-    struct tlsm_backend *b = tlsm_backend_get(tlsm_cfg.crypto, own);
+    struct tlsm_backend *b = tlsm_backend_get(tlsm_cfg.crypto, st->lib ? st->lib->path : NULL);
     EVP_CIPHER *c = b ? tlsm_backend_cipher(b, tlsm_backend_cipher_index(st->rsm.cipher)) : NULL;
     if (!c) {
         if (b)
@@ -136,12 +133,11 @@ static void forward_errors(struct tlsm_rec_state *st)
 {
     const struct tlsm_abi *a = st->lib ? &st->lib->abi : NULL;
     const char *file, *func;
-    int line;
-    unsigned long e;
-    for (int i = 0; i < 16 && (e = st->backend->ERR_get_error_all(&file, &line, &func, NULL, NULL));
-         i++) {
-        if (a && a->put_error) /* e is the 3.x backend's code: its macros decode it */
-            a->put_error(a, ERR_GET_LIB(e), ERR_GET_REASON(e), file, line, func);
+    int line, lib, reason;
+    for (int i = 0;
+         i < 16 && tlsm_backend_next_error(st->backend, &lib, &reason, &file, &line, &func); i++) {
+        if (a && a->put_error)
+            a->put_error(a, lib, reason, file, line, func);
     }
 }
 
@@ -279,7 +275,9 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
     int ret = st->backend->EVP_Cipher(st->shadow, out, in, inl);
     if (ret < 0)
         forward_errors(st);
-    else if (st->lib && st->lib->abi.tls_cipher_ret) /* the program's copy speaks another ABI */
+    else if (st->lib && st->lib->abi.tls_cipher_ret && st->backend->abi != st->lib->abi.kind)
+        /* A 1.1.1 copy on a 3.x backend (its own libcrypto could not be copied): return what
+         * the program's copy would have. */
         ret = st->lib->abi.tls_cipher_ret((int)inl, st->rsm.eiv, st->rsm.dir == TLSM_DIR_OUT);
     tlsm_th.guard--;
     return ret;
@@ -311,8 +309,8 @@ size_t tlsm_reroute_json(char *buf, size_t cap)
 static void keyed(struct tlsm_rec_state *st, const unsigned char *key, const unsigned char *iv,
                   bool has_params)
 {
-    if (tlsm_cfg.calibrate && st->lib) /* on a copy of it when 3.x, as tlsm_reroute_attach */
-        tlsm_calib_once(st->lib->abi.kind == TLSM_ABI_OSSL3 ? st->lib->path : NULL);
+    if (tlsm_cfg.calibrate && st->lib)
+        tlsm_calib_once(st->lib->path);
     tlsm_reroute_attach(st, key, iv);
     if (has_params) /* set by the params, which the shadow did not get */
         tlsm_reroute_mirror_init(st, NULL, NULL, 0, true);

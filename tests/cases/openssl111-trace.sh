@@ -8,8 +8,9 @@
 # ChaCha20-Poly1305, TLS 1.2 AES-256-GCM and ChaCha20-Poly1305 through 1.1.1's EVP_Cipher path): output unchanged,
 # every read byte accounted for, >= 1 record per 16 KiB, the lib event says abi 1.1.1; for
 # AES-GCM the analyzer's class is hardware, with the capability mask table plus the
-# software-aes verdict, and masked + TLSMETER_CRYPTO=hw every record on path hw (the 3.x
-# backend: the system's libcrypto.so.3), same output; TLSMETER_CALIBRATE=1 gives calib lines
+# software-aes verdict, and masked + TLSMETER_CRYPTO=hw every record on path hw (on a copy of
+# its own libcrypto.so.1.1, and on the system's OpenSSL 3 through TLSMETER_BACKEND_LIB), same
+# output; TLSMETER_CALIBRATE=1 gives calib lines
 # from those backends and TLSMETER_STACKS=1 stack ids on the records. Under qemu (make check-aarch64) the
 # arm64 packages run with OPENSSL_armcap=0 as the mask. Skips only when the packages cannot
 # be fetched.
@@ -120,8 +121,8 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.3 TLS_CHACHA20_POLY1305_SHA
         [ "$cipher" != ChaCha20-Poly1305 ] &&
             analyzed "openssl111-trace default is hardware $suite" "$TRACE" hardware no native
     fi
-    # Calibration and stacks for a 1.1.1 copy: calib runs on the OpenSSL 3 backends (the
-    # system's libcrypto.so.3, role backend), records carry stack ids.
+    # Calibration and stacks for a 1.1.1 copy: calib runs on backends copied from its own
+    # libcrypto.so.1.1 (role backend, abi 1.1.1), records carry stack ids.
     if [ "$suite" = TLS_AES_128_GCM_SHA256 ] && tls_mode_ok hw; then
         TLS_ENV=(TLSMETER_CALIBRATE=1 TLSMETER_STACKS=1)
         traced calib && tls_check "openssl111-trace calib and stacks $suite" "$TLSM_PY" -c 'import json, sys
@@ -129,7 +130,7 @@ ev = [json.loads(l) for l in open(sys.argv[1])]
 cal = {(e["mode"], e["cipher"]): e["impl"] for e in ev if e["ev"] == "calib"}
 assert cal.get(("hw", "AES-128-GCM")) == "hardware" and cal.get(("soft", "AES-128-GCM")) == "table", cal
 bk = [e for e in ev if e["ev"] == "lib" and e.get("role") == "backend"]
-assert bk and all(e["version"].startswith("OpenSSL 3") for e in bk), bk
+assert bk and all(e["abi"] == "1.1.1" and e["version"].startswith("OpenSSL 1.1.1w") for e in bk), bk
 recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
 assert recs and all(e.get("stack") for e in recs), "app-data records without stack ids"
 assert any(e["ev"] == "stack" for e in ev), "no stack events"
@@ -150,6 +151,16 @@ assert any(e["ev"] == "stack" for e in ev), "no stack events"
                 --full-read --body "$BODY" --cipher "$cipher" --tls "$proto" --path hw \
                 --reroute 'routed>0' --reroute fallback=0
             analyzed "openssl111-trace masked hw is hardware $suite" "$TRACE" hardware no hw
+        fi
+        # The backend from another ABI: the system's OpenSSL 3 (TLSMETER_BACKEND_LIB) serving
+        # the 1.1.1 copy; its TLS 1.2 records must still return what 1.1.1 would.
+        sys3=$(ls /lib/"$triplet"/libcrypto.so.3 /usr/lib/"$triplet"/libcrypto.so.3 2>/dev/null | head -n 1)
+        under_qemu && sys3=/usr/lib/$triplet/libcrypto.so.3 # the sysroot's, as the guest sees it
+        TLS_ENV=("$MASK" TLSMETER_CRYPTO=hw TLSMETER_BACKEND_LIB="$sys3")
+        if [ -n "$sys3" ] && traced masked-hw3; then
+            tls_trace_check "openssl111-trace masked hw on OpenSSL 3 records $suite" "$TRACE" \
+                --got "$got" --full-read --body "$BODY" --cipher "$cipher" --tls "$proto" \
+                --path hw --reroute 'routed>0' --reroute fallback=0
         fi
     else
         skip "openssl111-trace masked hw $suite: $TLS_MODE_SKIP"
