@@ -119,11 +119,6 @@ static const char *version_str(const struct tlsm_obj *o, int which)
     return s ? s : "";
 }
 
-static void *lookup(void *h, const char *name)
-{
-    return scoped_sym(h, name);
-}
-
 enum tlsm_abi_kind tlsm_obj_abi(const struct link_map *lm, const char **version)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
@@ -207,7 +202,7 @@ void tlsm_obj_describe(struct tlsm_obj *o)
         return;
     }
     tlsm_th.guard++;
-    tlsm_abi_decide(o, h, lookup);
+    tlsm_abi_decide(o, h, scoped_sym); /* its ABI and entry points, once (forward/abi.c) */
     if (h)
         tlsm_real_dlclose(h);
     o->lib_id = tlsm_next_lib_id();
