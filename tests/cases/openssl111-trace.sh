@@ -8,7 +8,7 @@
 # ChaCha20-Poly1305, TLS 1.2 AES-256-GCM and ChaCha20-Poly1305 through 1.1.1's EVP_Cipher path): output unchanged,
 # every read byte accounted for, >= 1 record per 16 KiB, the lib event says abi 1.1.1; for
 # AES-GCM the analyzer's class is hardware, with the capability mask table plus the
-# software-aes verdict, and masked + TLSMETER_CRYPTO=hw every record on path hw (on a copy of
+# software-aes verdict (the impl event's block function is 1.1.1's own AES_encrypt, by nm -D), and masked + TLSMETER_CRYPTO=hw every record on path hw (on a copy of
 # its own libcrypto.so.1.1, and on the system's OpenSSL 3 through TLSMETER_BACKEND_LIB), same
 # output; TLSMETER_CALIBRATE=1 gives calib lines
 # from those backends and TLSMETER_STACKS=1 stack ids on the records. Under qemu (make check-aarch64) the
@@ -142,8 +142,19 @@ assert any(e["ev"] == "stack" for e in ev), "no stack events"
         continue
     fi
     TLS_ENV=("$MASK")
-    traced masked &&
+    if traced masked; then
         analyzed "openssl111-trace masked is table, software-aes $suite" "$TRACE" table yes native
+        # The block function the impl event names is 1.1.1's exported table AES_encrypt
+        # (an independent check: the copy's own symbol table).
+        sym=$(nm -D --defined-only "$LIB/libcrypto.so.1.1" 2>/dev/null | awk '$3 ~ /^AES_encrypt@/ {print $1}')
+        tls_check "openssl111-trace masked impl block is AES_encrypt (0x${sym:-?}) $suite" \
+            "$TLSM_PY" -c 'import json, sys
+imp = [json.loads(l) for l in open(sys.argv[1]) if "\"impl\"" in l]
+imp = [e for e in imp if e["ev"] == "impl"]
+want = int(sys.argv[2], 16)
+assert imp and all(e["aes"] == "table" and int(e["fn_block_off"], 16) == want for e in imp), imp
+' "$TRACE" "${sym:-0}"
+    fi
     if tls_mode_ok hw; then
         TLS_ENV=("$MASK" TLSMETER_CRYPTO=hw)
         if traced masked-hw; then
