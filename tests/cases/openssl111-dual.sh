@@ -2,7 +2,7 @@
 # openssl111-dual: a real OpenSSL 1.1.1 copy beside the system OpenSSL 3 in one process. A
 # program linked with libssl.so.3 (tests/fixtures/openssl111/dual.c) downloads over it, then
 # calls a vendor library built against Debian 11's 1.1.1w and linked to its libssl.so.1.1
-# (vendor111.c, built here from scripts/openssl111-root's packages), which downloads the same
+# (vendor111.c, built here from scripts/bullseye-root's packages), which downloads the same
 # file. Both copies are traced and told apart: output unchanged, two libssl instances with
 # abi 3 and 1.1.1, each connection opened by its own copy (suite named by that copy, not
 # "(NONE)"), each connection's records decrypted by its own libcrypto (rec.lib), the bytes
@@ -14,6 +14,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=tests/lib-bullseye.sh
+. "$TLSM_TOP/tests/lib-bullseye.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload openssl111-dual
@@ -29,10 +31,8 @@ if under_qemu; then
     A=$d/analyze
     cc=("${CROSS_COMPILE:-aarch64-linux-gnu-}gcc" --sysroot="$TLSM_SYSROOT")
 fi
-if ! ROOT=$("$TLSM_TOP/scripts/openssl111-root" "$deb" 2>"$d/root.err"); then
-    skip "openssl111-dual: no Debian 11 OpenSSL 1.1.1 packages: $(tail -n 1 "$d/root.err")"
-    exit 0
-fi
+bz_root openssl111-dual "$deb" # skips, saying why, when the packages cannot be fetched
+ROOT=$BZ_ROOT
 LIB=$ROOT/usr/lib/$triplet
 src=$TLSM_TOP/tests/fixtures/openssl111
 if ! "${cc[@]}" -shared -fPIC -O2 -I"$ROOT/usr/include" -I"$ROOT/usr/include/$triplet" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # openssl111-trace: a real OpenSSL 1.1.1 copy traced (preload/abi_ossl111.c). Debian 11's
 # openssl 1.1.1w (s_client with its own libssl.so.1.1/libcrypto.so.1.1, fetched by
-# scripts/openssl111-root through a private apt configuration) downloads 16 MiB from a local
+# scripts/bullseye-root through a private apt configuration) downloads 16 MiB from a local
 # `openssl s_server -WWW` (the host's), under the preload built here: 1.1.1's libraries need
 # glibc <= 2.31 and run on this host's glibc, so the host build can trace them (on a Debian 11
 # userland itself the dist build is needed). Per suite (TLS 1.3 AES-128-GCM, TLS 1.3
@@ -19,6 +19,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=tests/lib-bullseye.sh
+. "$TLSM_TOP/tests/lib-bullseye.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload openssl111-trace
@@ -32,10 +34,8 @@ case $(target_arch) in
 aarch64) deb=arm64 triplet=aarch64-linux-gnu MASK=OPENSSL_armcap=0 ;;
 *) deb=amd64 triplet=x86_64-linux-gnu MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0" ;;
 esac
-if ! ROOT=$("$TLSM_TOP/scripts/openssl111-root" "$deb" 2>"$d/root.err"); then
-    skip "openssl111-trace: no Debian 11 OpenSSL 1.1.1 packages: $(tail -n 1 "$d/root.err")"
-    exit 0
-fi
+bz_root openssl111-trace "$deb" # skips, saying why, when the packages cannot be fetched
+ROOT=$BZ_ROOT
 LIB=$ROOT/usr/lib/$triplet
 BODY=$((16 * 1024 * 1024 + 77))
 under_qemu && BODY=$((4 * 1024 * 1024 + 77)) # emulated: a quarter of the bytes

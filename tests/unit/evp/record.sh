@@ -3,7 +3,7 @@
 # OpenSSL (an openssl s_server -rev and s_client exchange on 127.0.0.1, each under the
 # test-only recorder tests/unit/evprec.c). Run by hand when OpenSSL's sequences change:
 #   tests/unit/evp/record.sh [OUTDIR]   (default: this folder)
-# With ROOT set to an OpenSSL 1.1.1 userland (scripts/openssl111-root amd64), the same
+# With ROOT set to an OpenSSL 1.1.1 userland (scripts/bullseye-root amd64), the same
 # exchange runs that root's openssl and libraries (on the host's glibc: they need <= 2.31),
 # the recorder is built against its headers, and the files are named ossl111-NAME.SIDE.evp.
 set -eu
