@@ -35,8 +35,10 @@ bz_root openssl111-dual "$deb" # skips, saying why, when the packages cannot be 
 ROOT=$BZ_ROOT
 LIB=$ROOT/usr/lib/$triplet
 src=$TLSM_TOP/tests/fixtures/openssl111
+# The 1.1.1 libraries by path, not -L ROOT/usr/lib: that folder also holds Debian 11's libc.so
+# linker script, whose absolute paths would send the link to the host's (or no) libc.
 if ! "${cc[@]}" -shared -fPIC -O2 -I"$ROOT/usr/include" -I"$ROOT/usr/include/$triplet" \
-    -o "$d/libvendor111.so" "$src/vendor111.c" -L"$LIB" -l:libssl.so.1.1 -l:libcrypto.so.1.1 \
+    -o "$d/libvendor111.so" "$src/vendor111.c" "$LIB/libssl.so.1.1" "$LIB/libcrypto.so.1.1" \
     -Wl,-rpath,"$LIB" 2>"$d/build.err" ||
     ! "${cc[@]}" -O2 -o "$d/dual" "$src/dual.c" -L"$d" -lvendor111 -Wl,-rpath,"$d" \
         -Wl,-rpath-link,"$LIB" -lssl -lcrypto 2>>"$d/build.err"; then
