@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reason_names[BR_N] = {
-    [BR_SYMBOLIC] = "symbolic",
-    [BR_NO_EXPORTS] = "no_exports",
-    [BR_NO_RELOCS] = "no_relocs",
-    [BR_GOT_ELSEWHERE] = "got_elsewhere",
-    [BR_OPENSSL_1] = "openssl_1",
-    [BR_KTLS] = "ktls",
-    [BR_CALLS_ELSEWHERE] = "calls_elsewhere",
-    [BR_OTHER_LIBRARY] = "other_library",
-};
-
 /* The analyzer's own words, so a report reads the same whatever `why` the writer gave. */
 static const char *const reason_text[BR_N] = {
     [BR_SYMBOLIC] = "linked -Bsymbolic (DT_SYMBOLIC/DF_SYMBOLIC): its calls into its own "
@@ -32,18 +21,19 @@ static const char *const reason_text[BR_N] = {
                      "EVP_DecryptUpdate or EVP_Cipher: record decryption never crosses a PLT",
     [BR_GOT_ELSEWHERE] = "its GOT slots for the record functions are bound past tlsmeter "
                          "(loaded RTLD_DEEPBIND, or in another link-map namespace)",
-    [BR_OPENSSL_1] = "OpenSSL 1.0 or older: tlsmeter supports OpenSSL 3 and 1.1.1 only and left its calls alone",
+    [BR_OPENSSL_1] =
+        "OpenSSL 1.0 or older: tlsmeter supports OpenSSL 3 and 1.1.1 only and left its calls alone",
     [BR_KTLS] = "kernel TLS receive (kTLS): the kernel decrypts the records, no EVP call is made",
     [BR_CALLS_ELSEWHERE] = "its GOT slots for libssl's SSL_read/SSL_write/handshake functions "
                            "point past tlsmeter's hooks (loaded RTLD_DEEPBIND, or in another "
                            "link-map namespace)",
-    [BR_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3) does TLS in this process: "
-                         "tlsmeter measures OpenSSL 3 only",
+    [BR_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3 or 1.1.1) does TLS in this process: "
+                         "tlsmeter measures OpenSSL only",
 };
 
 const char *blind_reason__name(enum blind_reason r)
 {
-    return reason_names[r];
+    return tlsm_blind_name((enum tlsm_blind)r);
 }
 
 const char *blind_reason__text(enum blind_reason r)
@@ -126,9 +116,8 @@ static void add_reasons(struct blind *b, json_t *arr)
 
         if (!s)
             continue;
-        for (r = 0; r < BR_N && strcmp(s, reason_names[r]); r++)
-            ;
-        if (r < BR_N)
+        r = tlsm_blind_parse(s, json_string_length(v));
+        if (r >= 0)
             b->reasons |= 1u << r;
         else if (!b->unknown)
             b->unknown = xstrdup(s);

@@ -8,6 +8,7 @@
 #ifndef TLSM_BACKEND_H
 #define TLSM_BACKEND_H
 
+#include "base/caps.h"
 #include "forward/abi.h"
 #include "trace/config.h"
 
@@ -19,7 +20,7 @@ struct tlsm_backend {
     enum tlsm_crypto_mode mode;
     int lib_id;
     char source[512];       /* the file that was copied */
-    char caps[256];         /* decoded capability bits (JSON) */
+    struct tlsm_caps caps;  /* decoded capability bits */
     char cpuinfo[160];      /* its capability words, as its start-up saw them */
     enum tlsm_abi_kind abi; /* TLSM_ABI_OSSL3 or TLSM_ABI_OSSL111 */
     const char *propq;

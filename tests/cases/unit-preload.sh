@@ -11,7 +11,7 @@ cc=${CC:-cc}
 [ "${TLSM_ARCH:-x86_64}" = aarch64 ] && cc="aarch64-linux-gnu-gcc --sysroot=$TLSM_SYSROOT"
 san=()
 [ -n "${TLSM_SAN:-}" ] && san=(-fsanitize="$TLSM_SAN" -fno-sanitize-recover=all)
-if ! $cc -std=gnu11 -O2 -Wall -Wextra "${san[@]}" -I"$TLSM_TOP/preload" -o "$d/json" \
+if ! $cc -std=gnu11 -O2 -Wall -Wextra "${san[@]}" -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/json" \
     "$TLSM_TOP/tests/unit/json.c" "$TLSM_TOP/preload/base/json.c" 2>"$d/cc.err"; then
     fail "unit json: does not build: $(head -c 300 "$d/cc.err")"
     exit 0
@@ -49,9 +49,10 @@ echo "$out" | grep -q '^PASS recsm write inside a read' || fail "unit recsm: the
 # under masks (preload/forward/abi*.c, preload/arch/ARCH/ossl111caps.c).
 arch=${TLSM_ARCH:-x86_64}
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE "${san[@]}" \
-    -I"$TLSM_TOP/preload" -o "$d/abi" "$TLSM_TOP/tests/unit/abi.c" \
+    -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/abi" "$TLSM_TOP/tests/unit/abi.c" \
     "$TLSM_TOP"/preload/forward/abi{,_ossl3,_ossl111}.c "$TLSM_TOP/preload/arch/$arch/ossl111caps.c" \
-    "$TLSM_TOP/preload/base/caps.c" "$TLSM_TOP/preload/arch/$arch/cpu.c" 2>"$d/cc4.err"; then
+    "$TLSM_TOP/preload/base/caps.c" "$TLSM_TOP/preload/base/json.c" \
+    "$TLSM_TOP/preload/arch/$arch/cpu.c" 2>"$d/cc4.err"; then
     fail "unit abi: does not build: $(head -c 300 "$d/cc4.err")"
     exit 0
 fi
