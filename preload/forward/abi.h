@@ -15,6 +15,8 @@ struct ssl_cipher_st;
 struct bio_st;
 struct evp_cipher_st;
 struct evp_cipher_ctx_st;
+struct x509_st;
+struct evp_pkey_st;
 
 /* What a copy is. Only the first two are traced: the others are forwarded, left alone. */
 enum tlsm_abi_kind {
@@ -38,6 +40,12 @@ struct tlsm_abi {
     int (*ssl_is_server)(const struct ssl_st *s);
     int (*ssl_error)(const struct ssl_st *s, int ret);
     int (*ssl_init_finished)(const struct ssl_st *s);
+    int (*ssl_session_reused)(const struct ssl_st *s);
+    /* certificate keys (handshake parts, hooks/hook_hs.c) */
+    struct evp_pkey_st *(*x509_pubkey)(const struct x509_st *x);
+    int (*pkey_base_id)(const struct evp_pkey_st *pk);
+    int (*pkey_bits)(const struct evp_pkey_st *pk);
+    int (*pkey_is_a)(const struct evp_pkey_st *pk, const char *name); /* 3.x only */
     /* kTLS receive on the read BIO: 1 on, 0 off; NULL where the ABI has no kTLS (1.1.1). */
     int (*ssl_ktls_recv)(const struct tlsm_abi *a, const struct ssl_st *s);
     /* libcrypto */

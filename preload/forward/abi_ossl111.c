@@ -52,6 +52,11 @@ void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn looku
     ENTRY(ssl_error, "SSL_get_error");
     ENTRY(ssl_init_finished, "SSL_is_init_finished");
     ENTRY(version_text, "OpenSSL_version");
+    ENTRY(ssl_session_reused, "SSL_session_reused");
+    ENTRY(x509_pubkey, "X509_get0_pubkey");
+    /* 1.1.1's names of 3.x's EVP_PKEY_get_base_id/get_bits; no EVP_PKEY_is_a (no providers). */
+    ENTRY(pkey_base_id, "EVP_PKEY_base_id");
+    ENTRY(pkey_bits, "EVP_PKEY_bits");
     /* 1.1.1's own: int EVP_CIPHER_nid(const EVP_CIPHER *);
      * const EVP_CIPHER *EVP_CIPHER_CTX_cipher(const EVP_CIPHER_CTX *);
      * int EVP_CIPHER_CTX_encrypting(const EVP_CIPHER_CTX *). */

@@ -8,6 +8,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdio.h>
 
 enum { RAW_ERR_NEW, RAW_ERR_SET_DEBUG, RAW_ERR_SET_ERROR, RAW_RBIO, RAW_BIO_CTRL, RAW_BIO_TYPE };
@@ -62,6 +63,11 @@ void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
     ENTRY(ssl_is_server, SSL_is_server, int (*)(const struct ssl_st *));
     ENTRY(ssl_error, SSL_get_error, int (*)(const struct ssl_st *, int));
     ENTRY(ssl_init_finished, SSL_is_init_finished, int (*)(const struct ssl_st *));
+    ENTRY(ssl_session_reused, SSL_session_reused, int (*)(const struct ssl_st *));
+    ENTRY(x509_pubkey, X509_get0_pubkey, struct evp_pkey_st * (*)(const struct x509_st *));
+    ENTRY(pkey_base_id, EVP_PKEY_get_base_id, int (*)(const struct evp_pkey_st *));
+    ENTRY(pkey_bits, EVP_PKEY_get_bits, int (*)(const struct evp_pkey_st *));
+    ENTRY(pkey_is_a, EVP_PKEY_is_a, int (*)(const struct evp_pkey_st *, const char *));
     ENTRY(cipher_nid, EVP_CIPHER_get_nid, int (*)(const struct evp_cipher_st *));
     ENTRY(ctx_cipher, EVP_CIPHER_CTX_get0_cipher,
           const struct evp_cipher_st *(*)(const struct evp_cipher_ctx_st *));
