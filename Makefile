@@ -223,7 +223,8 @@ include $(wildcard $(DEPFILES))
 
 # Unit tests of the preload's pure parts (tests/unit/), linked without LD_PRELOAD: `make unit`
 # (seconds). make check runs the same programs (tests/cases/unit-preload.sh).
-UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime $(O)/tests/unit/hs
+UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime $(O)/tests/unit/hs \
+	$(O)/tests/unit/abi
 $(O)/tests/unit/recsm: tests/unit/recsm.c preload/core/recsm.c preload/core/recsm.h preload/base/cpumark.h
 $(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h common/schema.h \
 	common/schema.def
@@ -232,6 +233,10 @@ $(O)/tests/unit/hs: tests/unit/hs.c preload/core/hs.c preload/base/json.c preloa
 $(O)/tests/unit/cputime: tests/unit/cputime.c preload/base/clock.c preload/arch/$(ARCH)/cpu.c \
 	preload/trace/cputime.h preload/base/clock.h preload/trace/thread.h preload/base/fn.h \
 	preload/base/hooks.def preload/base/cpumark.h preload/arch/arch.h preload/arch/$(ARCH)/counter.h
+$(O)/tests/unit/abi: tests/unit/abi.c preload/forward/abi.c preload/forward/abi_ossl3.c \
+	preload/forward/abi_ossl111.c preload/arch/$(ARCH)/ossl111caps.c preload/base/caps.c \
+	preload/arch/$(ARCH)/cpu.c preload/base/json.c preload/forward/abi.h preload/forward/obj.h \
+	preload/base/caps.h preload/arch/arch.h common/schema.h common/schema.def
 $(UNIT_TESTS):
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $@")
@@ -240,4 +245,4 @@ $(UNIT_TESTS):
 .PHONY: unit
 unit: $(UNIT_TESTS)
 	$(Q)$(O)/tests/unit/recsm tests/unit/evp && $(O)/tests/unit/json && $(O)/tests/unit/cputime && \
-		$(O)/tests/unit/hs
+		$(O)/tests/unit/hs && $(O)/tests/unit/abi

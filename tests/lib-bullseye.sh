@@ -12,6 +12,8 @@
 #   arm64  qemu-aarch64-static -L ROOT [-E LD_PRELOAD=LIB] ROOT/usr/bin/PROG
 #
 #   bz_setup CASE ARCH            BZ_ROOT, BZ_LIB (the dist library), BZ_ARCH (x86_64|aarch64)
+#   bz_root CASE DEB              BZ_ROOT only (amd64|arm64), for the cases that run the root's
+#                                 libraries on the host's glibc (openssl111-*)
 #   bz_cmd [VAR=VAL...] PROG ARGS...   the command line, in the array BZ_CMD; LD_PRELOAD=LIB
 #                                 among the VARs becomes the loader's --preload / qemu -E
 #   bz_get PREFIX PORT FILE [VAR=VAL...]   GET FILE with the root's `openssl s_client`:
@@ -36,15 +38,7 @@ bz_setup() {
     if [ "$BZ_ARCH" = aarch64 ] && ! command -v qemu-aarch64-static >/dev/null; then
         "$TLSM_TOP/scripts/install-deps" --extra "qemu-user-static" >/dev/null 2>&1
     fi
-    if ! out=$("$TLSM_TOP/scripts/bullseye-root" "$BZ_DEB" "$top/bullseye-$BZ_DEB" 2>&1); then
-        if echo "$out" | grep -q 'cannot read\|download failed'; then
-            skip "$name: Debian 11 packages cannot be fetched: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
-        else
-            fail "$name: scripts/bullseye-root $BZ_DEB failed: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
-        fi
-        exit 0
-    fi
-    BZ_ROOT=$(echo "$out" | tail -n 1)
+    bz_root "$name" "$BZ_DEB"
     # The dist library, built (or found up to date) by the Makefile; never under the
     # test run's make variables (jobserver, cross compiler of make check-aarch64).
     if ! out=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u CROSS_COMPILE -u SYSROOT \
@@ -55,6 +49,19 @@ bz_setup() {
     BZ_LIB=$top/dist/$BZ_ARCH/libtlsmeter.so
     BZ_LD=$BZ_ROOT/lib/$BZ_TRIPLET/ld-2.31.so
     BZ_LIBPATH=$BZ_ROOT/lib/$BZ_TRIPLET:$BZ_ROOT/usr/lib/$BZ_TRIPLET
+}
+
+bz_root() {
+    local name=$1 out top=${TLSM_BZ_TOP:-$TLSM_TOP/build}
+    if ! out=$("$TLSM_TOP/scripts/bullseye-root" "$2" "$top/bullseye-$2" 2>&1); then
+        if echo "$out" | grep -q 'cannot read\|download failed'; then
+            skip "$name: Debian 11 packages cannot be fetched: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+        else
+            fail "$name: scripts/bullseye-root $2 failed: $(echo "$out" | tail -n 3 | tr '\n' ' ')"
+        fi
+        exit 0
+    fi
+    BZ_ROOT=$(echo "$out" | tail -n 1)
 }
 
 bz_cmd() {

@@ -21,13 +21,14 @@ static const char *const reason_text[BR_N] = {
                      "EVP_DecryptUpdate or EVP_Cipher: record decryption never crosses a PLT",
     [BR_GOT_ELSEWHERE] = "its GOT slots for the record functions are bound past tlsmeter "
                          "(loaded RTLD_DEEPBIND, or in another link-map namespace)",
-    [BR_OPENSSL_1] = "OpenSSL 1.x: tlsmeter supports OpenSSL 3 only and left its calls alone",
+    [BR_OPENSSL_1] =
+        "OpenSSL 1.0 or older: tlsmeter supports OpenSSL 3 and 1.1.1 only and left its calls alone",
     [BR_KTLS] = "kernel TLS receive (kTLS): the kernel decrypts the records, no EVP call is made",
     [BR_CALLS_ELSEWHERE] = "its GOT slots for libssl's SSL_read/SSL_write/handshake functions "
                            "point past tlsmeter's hooks (loaded RTLD_DEEPBIND, or in another "
                            "link-map namespace)",
-    [BR_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3) does TLS in this process: "
-                         "tlsmeter measures OpenSSL 3 only",
+    [BR_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3 or 1.1.1) does TLS in this process: "
+                         "tlsmeter measures OpenSSL only",
 };
 
 const char *blind_reason__name(enum blind_reason r)

@@ -73,5 +73,9 @@ size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t 
 void tlsm_arch_near_branch(uintptr_t from, uintptr_t to, uint8_t *buf);
 /* A jump to any address `to` (TLSM_ARCH_FAR_LEN bytes, position-independent) into buf. */
 void tlsm_arch_far_jump(uintptr_t to, uint8_t *buf);
+/* The capability words an OpenSSL 1.1.1 copy runs with, as its OPENSSL_cpuid_setup computes
+ * them (the CPU's bits, then the OPENSSL_ia32cap / OPENSSL_armcap variable), in the form of
+ * 3.x's OPENSSL_CPU_INFO text: "OPENSSL_ia32cap=0x..:0x.. (...)", "OPENSSL_armcap=0x.. (...)". */
+void tlsm_arch_ossl111_cpuinfo(char *buf, size_t cap);
 
 #endif

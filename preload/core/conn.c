@@ -96,17 +96,17 @@ uint32_t tlsm_conn_current(void)
 
 static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
 {
-    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    const struct tlsm_abi *a = cs->lib ? &cs->lib->abi : NULL;
     const char *proto = "", *suite = "";
     int server = -1;
     tlsm_th.guard++;
-    if (a && a->SSL_get_version)
-        proto = a->SSL_get_version(ssl);
-    if (a && a->SSL_get_current_cipher && a->SSL_CIPHER_get_name)
-        suite = a->SSL_CIPHER_get_name(a->SSL_get_current_cipher(ssl));
-    if (a && a->SSL_is_server)
-        server = a->SSL_is_server(ssl);
-    int resumed = a && a->SSL_session_reused ? a->SSL_session_reused((SSL *)ssl) : -1;
+    if (a && a->ssl_version)
+        proto = a->ssl_version(ssl);
+    if (a && a->ssl_current_cipher && a->ssl_cipher_name)
+        suite = a->ssl_cipher_name(a->ssl_current_cipher(ssl));
+    if (a && a->ssl_is_server)
+        server = a->ssl_is_server(ssl);
+    int resumed = a && a->ssl_session_reused ? a->ssl_session_reused(ssl) : -1;
     tlsm_th.guard--;
     char line[1536], hs[1024];
     struct tlsm_json j;
@@ -132,8 +132,8 @@ static void maybe_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
 {
     if (cs->opened || !tlsm_trace_ready())
         return;
-    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
-    if (!a || !a->SSL_is_init_finished || !a->SSL_is_init_finished(ssl))
+    const struct tlsm_abi *a = cs->lib ? &cs->lib->abi : NULL;
+    if (!a || !a->ssl_init_finished || !a->ssl_init_finished(ssl))
         return;
     cs->opened = true;
     write_open(cs, ssl, now);
@@ -218,9 +218,9 @@ static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *f
     tlsm_json_safe(&j, "fn", fn);
     tlsm_json_int(&j, "want", want);
     tlsm_json_int(&j, "got", got);
-    if (got <= 0 && cs && cs->lib && cs->lib->api.SSL_get_error) {
+    if (got <= 0 && cs && cs->lib && cs->lib->abi.ssl_error) {
         th->guard++;
-        tlsm_json_int(&j, "err", cs->lib->api.SSL_get_error(ssl, ret));
+        tlsm_json_int(&j, "err", cs->lib->abi.ssl_error(ssl, ret));
         th->guard--;
     }
     tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));

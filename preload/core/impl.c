@@ -1,11 +1,13 @@
 /* impl.c: the implementation that ran, from the GCM context's function pointers (impl.h).
  * GCM128_CONTEXT (include/crypto/modes.h, x86_64 and aarch64, TABLE_BITS 4):
- *   3.0, 3.1: Yi EKi EK0 len Xi H (6 x 16), Htable[16] (256) at 96, gmult at 352,
+ *   1.1.1, 3.0, 3.1: Yi EKi EK0 len Xi H (6 x 16), Htable[16] (256) at 96, gmult at 352,
  *             ghash at 360, mres/ares at 368, block at 376, key at 384
+ *             (1.1.1: crypto/modes/modes_local.h, the same struct)
  *   3.2+:     ... Htable at 96, funcs {ginit 352, ghash 360, gmult 368}, mres/ares at 376,
  *             block at 384, key at 392
  * (3.0 checked against Debian 3.0.19's CRYPTO_gcm128_decrypt_ctr32: ghash 0x168(%rdi),
- * gmult 0x160, block 0x178, key 0x180.) Other versions: nothing is read. */
+ * gmult 0x160, block 0x178, key 0x180; 1.1.1 against Debian 11's 1.1.1w: ghash 0x168,
+ * gmult 0x160, mres 0x170.) Other versions: nothing is read. */
 #include "core/impl.h"
 #include "arch/arch.h"
 #include "base/codeid.h"
@@ -18,7 +20,7 @@
 
 #define MAX_IMPLS 32
 
-enum layout { LAYOUT_NONE, LAYOUT_30, LAYOUT_32 };
+enum layout { LAYOUT_NONE, LAYOUT_30, LAYOUT_32, LAYOUT_111 };
 
 struct key {
     const void *block, *ghash, *gmult, *stream;
@@ -50,15 +52,12 @@ static __thread struct {
 
 static enum layout layout_of(const struct tlsm_obj *lib)
 {
-    const char *v = lib->version;
-    unsigned minor = 0;
-    if (lib->major != 3 || strncmp(v, "OpenSSL 3.", 10) || v[10] < '0' || v[10] > '9')
+    const struct tlsm_abi *a = &lib->abi;
+    if (a->kind == TLSM_ABI_OSSL111)
+        return LAYOUT_111;
+    if (a->kind != TLSM_ABI_OSSL3 || a->major != 3)
         return LAYOUT_NONE;
-    for (v += 10; *v >= '0' && *v <= '9' && minor < 100; v++)
-        minor = minor * 10 + (unsigned)(*v - '0');
-    if (*v != '.')
-        return LAYOUT_NONE;
-    return minor <= 1 ? LAYOUT_30 : minor <= 6 ? LAYOUT_32 : LAYOUT_NONE;
+    return a->minor <= 1 ? LAYOUT_30 : a->minor <= 6 ? LAYOUT_32 : LAYOUT_NONE;
 }
 
 void tlsm_impl_note_gcm(struct tlsm_obj *lib, const void *gcm_ctx, const void *stream)
@@ -71,7 +70,7 @@ void tlsm_impl_note_gcm(struct tlsm_obj *lib, const void *gcm_ctx, const void *s
     }
     const char *c = gcm_ctx;
     const void *const *p;
-    if (th.layout == LAYOUT_30) {
+    if (th.layout == LAYOUT_30 || th.layout == LAYOUT_111) {
         p = (const void *const *)(c + 352);
         th.cur.gmult = p[0], th.cur.ghash = p[1], th.cur.block = p[3];
     } else if (th.layout == LAYOUT_32) {
@@ -158,12 +157,15 @@ static void build(struct impl *m)
     tlsm_json_begin(&j, m->line, sizeof(m->line), TLSM_EV(IMPL));
     tlsm_json_int(&j, "id", m->id);
     tlsm_json_int(&j, "lib", k->lib->lib_id);
-    tlsm_json_safe(&j, "layout", layout_of(k->lib) == LAYOUT_30 ? "3.0" : "3.2");
+    static const char *const layouts[] = {"?", "3.0", "3.2", "1.1.1"};
+    tlsm_json_safe(&j, "layout", layouts[layout_of(k->lib)]);
     tlsm_json_safe(&j, "aes", tlsm_aes_name(aes));
     tlsm_json_safe(&j, "ghash", tlsm_ghash_name(gh));
     /* AES_GCM_ASM: the stitched kernel takes bulk data past CRYPTO_gcm128_* when the CTR
-     * function is the hardware one and GHASH the AVX (x86_64) / PMULL (aarch64) one. */
-    bool stitched = is_arm() ? aes == TLSM_AES_ARMV8 && gh == TLSM_GHASH_PMULL && k->stream
+     * function is the hardware one and GHASH the AVX (x86_64) / PMULL (aarch64) one. 1.1.1
+     * has the x86_64 kernel (aesni-gcm-x86_64.pl) but no aarch64 one (3.0 added it). */
+    bool stitched = is_arm() ? layout_of(k->lib) != LAYOUT_111 && aes == TLSM_AES_ARMV8 &&
+                                   gh == TLSM_GHASH_PMULL && k->stream
                              : aes == TLSM_AES_AESNI && gh == TLSM_GHASH_CLMUL_AVX && k->stream;
     tlsm_json_bool(&j, "stitched", stitched);
     fn_keys(&j, "block", k->block);

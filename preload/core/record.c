@@ -98,8 +98,8 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
         tlsm_obj_describe(co);
     bool gcm;
     const char *name = NULL;
-    if (co && co->has_ssl && target && target->api.EVP_CIPHER_get_nid)
-        name = aead_name(target->api.EVP_CIPHER_get_nid(cipher), &gcm);
+    if (co && co->has_ssl && target && tlsm_abi_traced(&target->abi) && target->abi.cipher_nid)
+        name = aead_name(target->abi.cipher_nid(cipher), &gcm);
     if (!name) {
         tlsm_rec_forget(ctx);
         return;

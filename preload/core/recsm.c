@@ -140,7 +140,13 @@ void tlsm_rsm_cipher(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, bool
         done(s, c, ret >= 0, c->pt);
         return;
     }
-    done(s, c, ret >= 0, ret > 0 ? ret : 0);
+    /* Decryption returns the plaintext length (AES-GCM/CCM), except 1.1.1's ChaCha20-Poly1305,
+     * which returns the whole record (tests/unit/evp/ossl111-tls12-chacha20.*): then the
+     * record's length less the explicit nonce and the 16-byte tag. */
+    int32_t pt = ret > 0 ? ret : 0;
+    if (ret > 0 && ret >= in_len && c->len >= c->eiv + 16)
+        pt = c->len - c->eiv - 16;
+    done(s, c, ret >= 0, pt);
 }
 
 void tlsm_rsm_forget(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c)

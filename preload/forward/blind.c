@@ -30,7 +30,7 @@ enum {
     BL_NO_EXPORTS = 1u << TLSM_BLIND_NO_EXPORTS, /* exports no OpenSSL name: nothing to interpose */
     BL_NO_RELOCS = 1u << TLSM_BLIND_NO_RELOCS, /* no JUMP_SLOT/GLOB_DAT for the record functions */
     BL_GOT_ELSEWHERE = 1u << TLSM_BLIND_GOT_ELSEWHERE, /* bound past the preload (RTLD_DEEPBIND) */
-    BL_OLD_ABI = 1u << TLSM_BLIND_OPENSSL_1,           /* OpenSSL 1.x: tlsmeter supports 3.x only */
+    BL_OLD_ABI = 1u << TLSM_BLIND_OPENSSL_1,           /* OpenSSL 1.0 or older (abi.h) */
 };
 /* The reasons in words (`why`), for every reason the preload writes. */
 static const char *const reason_text[TLSM_BLIND_N] = {
@@ -42,11 +42,11 @@ static const char *const reason_text[TLSM_BLIND_N] = {
     [TLSM_BLIND_GOT_ELSEWHERE] = "its GOT entries for the record functions are bound past "
                                  "tlsmeter (RTLD_DEEPBIND or another link-map namespace)",
     [TLSM_BLIND_OPENSSL_1] =
-        "OpenSSL 1.x: tlsmeter hooks OpenSSL 3 only and leaves this copy alone",
+        "OpenSSL 1.0 or older: tlsmeter hooks OpenSSL 3 and 1.1.1 only and leaves this copy alone",
     [TLSM_BLIND_KTLS] = "kernel TLS receive: the kernel decrypts this connection's records, no "
                         "EVP call is made",
-    [TLSM_BLIND_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3) does TLS in this process: "
-                                 "tlsmeter measures OpenSSL 3 only",
+    [TLSM_BLIND_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3 or 1.1.1) does TLS in this "
+                                 "process: tlsmeter measures OpenSSL only",
 };
 
 /* The record-level functions: an object whose TLS code calls none of them through a
@@ -60,7 +60,7 @@ struct blind {
     char version[64]; /* "OpenSSL 3.0.19 27 Jan 2026", "" if not found */
     char build_id[80];
     unsigned reasons;
-    bool noticed;                      /* OpenSSL 1.x copy obj.c already named on stderr */
+    bool noticed;                      /* old copy abi.c already named on stderr */
     int relocs, got_us, got_elsewhere; /* record-function relocations and where they point */
 };
 static struct blind found[MAX_BLIND];
@@ -161,7 +161,11 @@ static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm
     struct relocs_arg ra = {lm, b};
     unsigned r = 0;
     tlsm_elf_slots(lm, record_fns, NRECORD_FNS, check_slot, &ra);
-    if ((m->version[0] && !strncmp(m->version, "OpenSSL 1.", 10)) || tlsm_obj_old_abi(lm))
+    const char *v;
+    /* The ABI decision of abi.c: the instance's own, else the same rule on the text. */
+    enum tlsm_abi_kind k = tlsm_obj_abi(lm, &v);
+    if (k == TLSM_ABI_OLD ||
+        (k == TLSM_ABI_UNKNOWN && tlsm_abi_of_text(m->version) == TLSM_ABI_OLD))
         r |= BL_OLD_ABI;
     if (tlsm_elf_flags(lm).symbolic)
         r |= BL_SYMBOLIC;
@@ -210,9 +214,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     if (!b->reasons)
         return 0;
     object_path(info, b->path, sizeof(b->path));
-    const char *old = tlsm_obj_old_abi(f.dlfo_link_map);
-    b->noticed = old != NULL;
-    snprintf(b->version, sizeof(b->version), "%s", m.version[0] || !old ? m.version : old);
+    const char *v;
+    b->noticed = tlsm_obj_abi(f.dlfo_link_map, &v) == TLSM_ABI_OLD;
+    snprintf(b->version, sizeof(b->version), "%s", m.version[0] || !b->noticed ? m.version : v);
     tlsm_build_id(f.dlfo_link_map, b->build_id, sizeof(b->build_id));
     nfound++;
     return 0;
@@ -249,7 +253,7 @@ static void reasons_words(unsigned r, char *buf, size_t cap)
 {
     static const char *const words[] = {"linked -Bsymbolic", "no exported OpenSSL symbols",
                                         "no PLT relocations for the record functions",
-                                        "GOT bound past tlsmeter", "OpenSSL 1.x"};
+                                        "GOT bound past tlsmeter", "OpenSSL 1.0 or older"};
     size_t n = 0;
     buf[0] = 0;
     for (int i = 0; i < TLSM_BLIND_OPENSSL_1 + 1 && n < cap; i++)
@@ -318,17 +322,11 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
 
 void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn)
 {
-    const struct tlsm_api *a = lib ? &lib->api : NULL;
-    if (!a || !a->SSL_get_rbio || !a->BIO_ctrl || !a->BIO_method_type)
+    const struct tlsm_abi *a = lib ? &lib->abi : NULL;
+    if (!a || !a->ssl_ktls_recv)
         return;
     tlsm_th.guard++;
-    BIO *rbio = a->SSL_get_rbio(ssl);
-    /* BIO_get_ktls_recv(b) is this call in OpenSSL 3 (a macro; 0 when built without kTLS).
-     * Only on OpenSSL's own socket BIO (the only one kTLS runs on): a program's own BIO
-     * type would see a ctrl call it never asked for. */
-    long on = rbio && a->BIO_method_type(rbio) == BIO_TYPE_SOCKET
-                  ? a->BIO_ctrl(rbio, BIO_CTRL_GET_KTLS_RECV, 0, NULL)
-                  : 0;
+    int on = a->ssl_ktls_recv(a, ssl);
     tlsm_th.guard--;
     bool first;
     _Atomic int *count = on > 0 ? ktls_count(lib, &first) : NULL;

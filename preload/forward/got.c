@@ -18,6 +18,7 @@
 #include "base/glibc_compat.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>

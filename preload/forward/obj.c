@@ -114,81 +114,22 @@ static bool defines(const struct tlsm_obj *o, void *h, const char *name)
     return p >= o->start && p < o->end;
 }
 
-static void load_api(struct tlsm_obj *o, void *h)
-{
-    struct tlsm_api *a = &o->api;
-#define API(name) a->name = (__typeof__(a->name))scoped_sym(h, #name)
-    API(SSL_get_version);
-    API(SSL_get_current_cipher);
-    API(SSL_CIPHER_get_name);
-    API(SSL_is_server);
-    API(SSL_get_error);
-    API(SSL_is_init_finished);
-    API(EVP_CIPHER_get_nid);
-    API(EVP_CIPHER_CTX_get0_cipher);
-    API(OpenSSL_version);
-    API(OPENSSL_version_major);
-    API(ERR_new);
-    API(ERR_set_debug);
-    API(ERR_set_error);
-    API(SSL_get_rbio);
-    API(BIO_ctrl);
-    API(BIO_method_type);
-    API(SSL_session_reused);
-    API(X509_get0_pubkey);
-    API(EVP_PKEY_get_base_id);
-    API(EVP_PKEY_get_bits);
-    API(EVP_PKEY_is_a);
-#undef API
-}
-
 static const char *version_str(const struct tlsm_obj *o, int which)
 {
-    const char *s = o->api.OpenSSL_version ? o->api.OpenSSL_version(which) : NULL;
+    const char *s = o->abi.version_text ? o->abi.version_text(which) : NULL;
     return s ? s : "";
 }
 
-/* The major version: OPENSSL_version_major (3.0+), else the version text ("OpenSSL 1.1.1w",
- * from OpenSSL_version or 1.0's SSLeay_version: same signature), else the soname. */
-static int find_major(struct tlsm_obj *o, void *h)
-{
-    __typeof__(&OpenSSL_version) text = o->api.OpenSSL_version;
-    if (!text)
-        text = (__typeof__(text))scoped_sym(h, "SSLeay_version");
-    const char *v = text ? text(OPENSSL_VERSION) : NULL;
-    snprintf(o->version, sizeof(o->version), "%s", v ? v : "");
-    if (o->api.OPENSSL_version_major)
-        return (int)o->api.OPENSSL_version_major();
-    if (!strncmp(o->version, "OpenSSL ", 8) && o->version[8] >= '0' && o->version[8] <= '9')
-        return o->version[8] - '0';
-    const char *base = strrchr(o->path, '/');
-    base = base ? base + 1 : o->path;
-    if (!strncmp(base, "libssl.so.1", 11) || !strncmp(base, "libcrypto.so.1", 14))
-        return 1;
-    return 0;
-}
-
-/* OpenSSL 1.x: structures, record layer and EVP behaviour differ (EVP_Cipher returns the
- * length, no OSSL_PARAM, ...). Supporting it means testing it, which Debian 12 cannot:
- * forget every helper so nothing of ours ever calls into it, and say so once. */
-static void leave_alone(struct tlsm_obj *o)
-{
-    static _Atomic int said;
-    o->old_abi = true;
-    memset(&o->api, 0, sizeof(o->api));
-    if (!atomic_exchange(&said, 1))
-        tlsm_warn("%s is %s: tlsmeter supports OpenSSL 3 only and leaves this copy alone "
-                  "(its calls are forwarded, its records not traced)",
-                  o->path, o->version[0] ? o->version : "OpenSSL 1.x");
-}
-
-const char *tlsm_obj_old_abi(const struct link_map *lm)
+enum tlsm_abi_kind tlsm_obj_abi(const struct link_map *lm, const char **version)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (objs[i].lm == lm && objs[i].old_abi && !objs[i].foreign)
-            return objs[i].version;
-    return NULL;
+        if (objs[i].lm == lm && atomic_load(&objs[i].described) && objs[i].lib_id) {
+            *version = objs[i].version;
+            return objs[i].abi.kind;
+        }
+    *version = "";
+    return TLSM_ABI_UNKNOWN;
 }
 
 bool tlsm_obj_crypto_only(const struct link_map *lm)
@@ -206,9 +147,10 @@ static void write_lib_event(struct tlsm_obj *o)
     if (o->lib_gen == gen) /* once per trace file */
         return;
     o->lib_gen = gen;
-    char line[TLSM_LINE_MAX], base[24], bid[80];
+    char line[TLSM_LINE_MAX], base[24], bid[80], cpuinfo[160] = "";
     struct tlsm_json j;
-    const char *cpuinfo = version_str(o, OPENSSL_CPU_INFO);
+    if (o->abi.cpuinfo)
+        o->abi.cpuinfo(&o->abi, cpuinfo, sizeof(cpuinfo));
     snprintf(base, sizeof(base), "0x%lx", (unsigned long)o->lm->l_addr);
     tlsm_build_id(o->lm, bid, sizeof(bid));
     tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(LIB));
@@ -220,16 +162,18 @@ static void write_lib_event(struct tlsm_obj *o)
     tlsm_json_bool(&j, "has_ssl", o->has_ssl);
     tlsm_json_bool(&j, "has_crypto", o->has_crypto);
     tlsm_json_str(&j, "version", o->version);
-    tlsm_json_str(&j, "platform", version_str(o, OPENSSL_PLATFORM));
-    tlsm_json_str(&j, "cflags", version_str(o, OPENSSL_CFLAGS));
+    tlsm_json_safe(&j, "abi", tlsm_abi_name(o->abi.kind));
+    tlsm_json_str(&j, "platform", version_str(o, TLSM_ABI_PLATFORM));
+    tlsm_json_str(&j, "cflags", version_str(o, TLSM_ABI_CFLAGS));
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
     tlsm_caps_write(&j, tlsm_caps_decode(cpuinfo));
     tlsm_json_str(&j, "role", "app");
     char reach[32];
     if (atomic_load(&o->reach))
         tlsm_json_str(&j, "reach", tlsm_reach_name(atomic_load(&o->reach), reach, sizeof(reach)));
-    if (o->old_abi)
-        tlsm_json_str(&j, "left_alone", o->foreign ? "other_tls" : "openssl_1");
+    if (o->abi.kind == TLSM_ABI_OLD || o->abi.kind == TLSM_ABI_FOREIGN)
+        tlsm_json_str(&j, "left_alone",
+                      o->abi.kind == TLSM_ABI_FOREIGN ? "other_tls" : "openssl_1");
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
@@ -255,20 +199,13 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     void *h = dlopen(o->lm->l_name[0] ? o->lm->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
     o->has_ssl = defines(o, h, "SSL_read");
     o->has_crypto = defines(o, h, "EVP_CipherUpdate");
-    load_api(o, h);
     if (!o->has_ssl && !o->has_crypto) {
         if (h)
             tlsm_real_dlclose(h);
         return;
     }
     tlsm_th.guard++;
-    o->major = find_major(o, h);
-    if (o->major > 0 && o->major < 3)
-        leave_alone(o);
-    else if (tlsm_other_fork(o, h)) { /* BoringSSL, LibreSSL: named there, left alone here */
-        o->old_abi = o->foreign = true;
-        memset(&o->api, 0, sizeof(o->api));
-    }
+    tlsm_abi_decide(o, h, scoped_sym); /* its ABI and entry points, once (forward/abi.c) */
     if (h)
         tlsm_real_dlclose(h);
     o->lib_id = tlsm_next_lib_id();
@@ -296,12 +233,17 @@ void tlsm_obj_describe_reached(struct tlsm_obj *o, unsigned reach, const char *v
     atomic_fetch_or(&o->reach, reach);
     tlsm_obj_describe(o);
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    if (o->lib_id || o->old_abi)
+    if (o->lib_id || tlsm_abi_left_alone(&o->abi))
         return;
     pthread_mutex_lock(&lock);
     if (!o->lib_id) {
         snprintf(o->version, sizeof(o->version), "%s", version);
-        o->major = !strncmp(version, "OpenSSL 3.", 10) ? 3 : 0;
+        /* Found by its tables, not its exports: its ABI from the version text it holds (no
+         * loader: nothing of it is called by name). */
+        if (o->abi.kind == TLSM_ABI_UNKNOWN) {
+            o->abi.kind = tlsm_abi_of_text(version);
+            o->abi.major = o->abi.kind == TLSM_ABI_OSSL3 ? 3 : 0;
+        }
         o->has_crypto = true; /* it holds libcrypto, exported or not */
         tlsm_th.guard++;
         o->lib_id = tlsm_next_lib_id();

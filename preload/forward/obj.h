@@ -3,40 +3,12 @@
 #ifndef TLSM_OBJ_H
 #define TLSM_OBJ_H
 
+#include "forward/abi.h"
 #include "forward/resolve.h"
 
 #include <link.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stdint.h>
-
-/* OpenSSL functions tlsmeter itself calls, looked up in one instance's own scope so a
- * question about an SSL* goes to the copy that made it. Any may be NULL. */
-struct tlsm_api {
-    __typeof__(&SSL_get_version) SSL_get_version;
-    __typeof__(&SSL_get_current_cipher) SSL_get_current_cipher;
-    __typeof__(&SSL_CIPHER_get_name) SSL_CIPHER_get_name;
-    __typeof__(&SSL_is_server) SSL_is_server;
-    __typeof__(&SSL_get_error) SSL_get_error;
-    __typeof__(&SSL_is_init_finished) SSL_is_init_finished;
-    __typeof__(&EVP_CIPHER_get_nid) EVP_CIPHER_get_nid;
-    __typeof__(&EVP_CIPHER_CTX_get0_cipher) EVP_CIPHER_CTX_get0_cipher;
-    __typeof__(&OpenSSL_version) OpenSSL_version;
-    __typeof__(&OPENSSL_version_major) OPENSSL_version_major;
-    __typeof__(&ERR_new) ERR_new;
-    __typeof__(&ERR_set_debug) ERR_set_debug;
-    __typeof__(&ERR_set_error) ERR_set_error;
-    __typeof__(&SSL_get_rbio) SSL_get_rbio; /* with BIO_ctrl: BIO_get_ktls_recv (a macro) */
-    __typeof__(&BIO_ctrl) BIO_ctrl;
-    __typeof__(&BIO_method_type) BIO_method_type;
-    __typeof__(&SSL_session_reused) SSL_session_reused; /* handshake parts (hs.h) */
-    __typeof__(&X509_get0_pubkey) X509_get0_pubkey;
-    __typeof__(&EVP_PKEY_get_base_id) EVP_PKEY_get_base_id;
-    __typeof__(&EVP_PKEY_get_bits) EVP_PKEY_get_bits;
-    __typeof__(&EVP_PKEY_is_a) EVP_PKEY_is_a;
-};
 
 /* Issue 15: the ways tlsmeter reaches a copy past LD_PRELOAD (lib.reach, "+"-joined). */
 enum {
@@ -54,16 +26,13 @@ struct tlsm_obj {
     uint64_t refs;                   /* hooked names it imports through relocations */
     bool has_ssl, has_crypto;        /* defines SSL_read / EVP_CipherUpdate */
     _Atomic int described;
-    int lib_id; /* id of its lib event; 0 = not an OpenSSL instance (yet) */
-    int major;  /* OpenSSL major version, 0 unknown */
-    /* OpenSSL 1.x (issue 7): left alone. Its api stays empty, so tlsmeter never calls into
-     * it: record.c cannot name its ciphers (no EVP_CIPHER_get_nid) and tracks none of its
-     * contexts, the EVP hooks only forward; conn.c asks it nothing. */
-    bool old_abi;
-    bool foreign;     /* with old_abi: an OpenSSL fork (BoringSSL, LibreSSL), left alone alike */
+    int lib_id;       /* id of its lib event; 0 = not an OpenSSL instance (yet) */
     char version[64]; /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
     _Atomic uint64_t hooks_into;
-    struct tlsm_api api;
+    /* Its ABI and entry points (abi.h), decided once when described. A copy left alone
+     * (old, foreign) has none: tlsmeter never calls into it, record.c tracks none of its
+     * contexts, the SSL hooks only forward. */
+    struct tlsm_abi abi;
     bool stale;       /* dlclose() happened since: do not reuse for new callers */
     /* Issue 15: how calls that ordinary interposition misses reach the hooks (TLSM_REACH_*
      * bits); 0: only through the linker's own binding. */
@@ -88,8 +57,9 @@ void tlsm_obj_mark_stale(void);
  * [] when they do not fit their share of the line. */
 void tlsm_obj_end_write(struct tlsm_json *j);
 int tlsm_next_lib_id(void);
-/* The OpenSSL 1.x version text of the registered object lm, NULL if it is not one. */
-const char *tlsm_obj_old_abi(const struct link_map *lm);
+/* The ABI of the registered object lm (TLSM_ABI_UNKNOWN if not registered or described);
+ * with its version text in *version. */
+enum tlsm_abi_kind tlsm_obj_abi(const struct link_map *lm, const char **version);
 /* A libcrypto-only instance our hooks forward into: it holds no TLS record layer. */
 bool tlsm_obj_crypto_only(const struct link_map *lm);
 void tlsm_obj_atfork(bool take);

@@ -17,6 +17,7 @@
 #include "base/glibc_compat.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The definition of name in the copy itself, NULL when its dynamic symbols have none. */

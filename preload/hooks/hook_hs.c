@@ -64,13 +64,13 @@ static inline void part_end(struct part *pt)
 static struct tlsm_hs_key key_of(const struct tlsm_obj *lib, const EVP_PKEY *pk)
 {
     struct tlsm_hs_key k = {0, TLSM_KEY_NONE};
-    const struct tlsm_api *a = lib ? &lib->api : NULL;
-    if (!pk || !a || !a->EVP_PKEY_get_base_id || !a->EVP_PKEY_get_bits)
+    const struct tlsm_abi *a = lib ? &lib->abi : NULL;
+    if (!pk || !a || !a->pkey_base_id || !a->pkey_bits)
         return k;
     tlsm_th.guard++;
-    int id = a->EVP_PKEY_get_base_id(pk), bits = a->EVP_PKEY_get_bits(pk);
+    int id = a->pkey_base_id(pk), bits = a->pkey_bits(pk);
     /* A provider-only key type (3.0's HMAC keys for PSK binders) has no legacy id. */
-    if (id <= 0 && a->EVP_PKEY_is_a && a->EVP_PKEY_is_a(pk, "HMAC"))
+    if (id <= 0 && a->pkey_is_a && a->pkey_is_a(pk, "HMAC"))
         id = EVP_PKEY_HMAC;
     tlsm_th.guard--;
     k.bits = bits > 0 && bits < 65536 ? (uint16_t)bits : 0;
@@ -148,13 +148,13 @@ TLSM_EXPORT X509 *d2i_X509(X509 **a, const unsigned char **in, long len)
         return x;
     }
     if (x && hs->ncerts < TLSM_HS_CERTS) {
-        const struct tlsm_api *api = f.target ? &f.target->api : NULL;
+        const struct tlsm_abi *api = f.target ? &f.target->abi : NULL;
         struct tlsm_hs_cert *c = &hs->certs[hs->ncerts];
         c->bytes = (uint32_t)(start && *in > start ? *in - start : len > 0 ? len : 0);
         EVP_PKEY *pk = NULL;
-        if (api && api->X509_get0_pubkey) {
+        if (api && api->x509_pubkey) {
             tlsm_th.guard++;
-            pk = api->X509_get0_pubkey(x);
+            pk = api->x509_pubkey(x);
             tlsm_th.guard--;
         }
         c->key = key_of(f.target, pk);

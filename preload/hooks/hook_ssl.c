@@ -45,10 +45,11 @@ static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, si
 }
 
 /* Forwarded untraced: set-up not finished, our own call, nested in another SSL_* hook, or
- * an OpenSSL 1.x copy (left alone: its ABI is not the one tlsmeter speaks). */
+ * a copy whose ABI tlsmeter does not speak (abi.h: OpenSSL 1.0, forks). */
 static bool untraced_ssl(struct tlsm_fwd f)
 {
-    return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth || (f.target && f.target->old_abi);
+    return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth ||
+           (f.target && tlsm_abi_left_alone(&f.target->abi));
 }
 
 /* The int-sized calls pass num through size_t and back unchanged: the program's exact

@@ -25,6 +25,9 @@
 
 static const char *const cipher_names[] = {"AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305",
                                            "AES-192-GCM", "AES-128-CCM", "AES-256-CCM"};
+/* The same ciphers by 1.1.1's long names (EVP_get_cipherbyname). */
+static const char *const cipher_names111[] = {"aes-128-gcm", "aes-256-gcm", "chacha20-poly1305",
+                                              "aes-192-gcm", "aes-128-ccm", "aes-256-ccm"};
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tlsm_backend backends[3];
@@ -55,7 +58,17 @@ static int fail(const char *fmt, const char *a, const char *b)
     return -1;
 }
 
-/* The program's own libcrypto when it is one; else the system's. */
+/* Readable: open(2), not access(2): qemu-user (make check-aarch64) maps open's path into
+ * its -L sysroot but not faccessat's. */
+static bool readable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0;
+}
+
+/* The program's own libcrypto when it is one (3.x or 1.1.1); else the system's OpenSSL 3. */
 static const char *pick_source(const char *app_crypto)
 {
     static const char *const sys[] = {"/lib/" TRIPLET "/libcrypto.so.3",
@@ -67,7 +80,7 @@ static const char *pick_source(const char *app_crypto)
     if (base && !strncmp(base + 1, "libcrypto.so", 12))
         return app_crypto;
     for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++)
-        if (access(sys[i], R_OK) == 0)
+        if (readable(sys[i]))
             return sys[i];
     return NULL;
 }
@@ -117,12 +130,16 @@ static void fd_path(char *path, size_t cap, int fd)
     snprintf(path, cap, "/proc/self/fd/%d", fd);
 }
 
-static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name)
+/* cpuinfo: the capability words a 1.1.1 copy computes at load (its start-up reads the
+ * environment then), taken under the same environment; a 3.x copy says them itself. */
+static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name, char *cpuinfo,
+                       size_t cap)
 {
     char path[64], *orig[N_CAPS];
     fd_path(path, sizeof(path), fd);
     backend_caps(mode, orig);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | (copy_symbolic ? 0 : RTLD_DEEPBIND));
+    tlsm_arch_ossl111_cpuinfo(cpuinfo, cap);
     program_caps(mode, orig);
     if (!h) {
         /* dlerror names /proc/self/fd/N; say which file the user gave us instead. */
@@ -162,27 +179,54 @@ static int bind_api(struct tlsm_backend *b, void *h)
 {
 #define SYM(name)                                                                                  \
     if (!(b->name = (__typeof__(b->name))dlsym(h, #name)))                                         \
-        return fail("%s is not an OpenSSL 3 libcrypto (no %s)", b->source, #name);
+        return fail("%s is not an OpenSSL 3 or 1.1.1 libcrypto (no %s)", b->source, #name);
     SYM(EVP_CIPHER_CTX_new);
     SYM(EVP_CIPHER_CTX_free);
-    SYM(EVP_CIPHER_fetch);
     SYM(EVP_CipherInit_ex);
     SYM(EVP_CIPHER_CTX_ctrl);
     SYM(EVP_CipherUpdate);
     SYM(EVP_CipherFinal_ex);
     SYM(EVP_Cipher);
-    SYM(ERR_get_error_all);
     SYM(ERR_clear_error);
     SYM(OpenSSL_version);
+    /* The ABI by the rule every copy is judged by (forward/abi.c), then its own two calls. */
+    const char *v = b->OpenSSL_version(TLSM_ABI_VERSION_TEXT);
+    __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");
+    b->abi = major && major() >= 3 ? TLSM_ABI_OSSL3 : tlsm_abi_of_text(v);
+    if (b->abi == TLSM_ABI_OSSL3) {
+        SYM(EVP_CIPHER_fetch);
+        SYM(ERR_get_error_all);
+    } else if (b->abi == TLSM_ABI_OSSL111) {
+        SYM(EVP_get_cipherbyname);
+        SYM(ERR_get_error_line_data);
+    } else {
+        return fail("%s is %s: the backend needs OpenSSL 3 or 1.1.1", b->source,
+                    v && v[0] ? v : "not OpenSSL");
+    }
 #undef SYM
     return 0;
+}
+
+bool tlsm_backend_next_error(struct tlsm_backend *b, int *lib, int *reason, const char **file,
+                             int *line, const char **func)
+{
+    unsigned long e;
+    *func = NULL;
+    if (b->abi == TLSM_ABI_OSSL111) { /* ERR_PACK: lib << 24 | func << 12 | reason */
+        e = b->ERR_get_error_line_data(file, line, NULL, NULL);
+        *lib = (int)((e >> 24) & 0xff), *reason = (int)(e & 0xfff);
+    } else {
+        e = b->ERR_get_error_all(file, line, func, NULL, NULL);
+        *lib = ERR_GET_LIB(e), *reason = ERR_GET_REASON(e);
+    }
+    return e != 0;
 }
 
 static void write_lib_event(struct tlsm_backend *b)
 {
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
-    const char *cpuinfo = b->OpenSSL_version(OPENSSL_CPU_INFO);
+    const char *cpuinfo = b->cpuinfo;
     tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(LIB));
     tlsm_json_int(&j, "id", b->lib_id);
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
@@ -190,6 +234,7 @@ static void write_lib_event(struct tlsm_backend *b)
     tlsm_json_bool(&j, "has_ssl", false);
     tlsm_json_bool(&j, "has_crypto", true);
     tlsm_json_str(&j, "version", b->OpenSSL_version(OPENSSL_VERSION));
+    tlsm_json_safe(&j, "abi", tlsm_abi_name(b->abi));
     tlsm_json_str(&j, "platform", b->OpenSSL_version(OPENSSL_PLATFORM));
     tlsm_json_str(&j, "cflags", b->OpenSSL_version(OPENSSL_CFLAGS));
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
@@ -225,14 +270,12 @@ void tlsm_backend_replay_libs(unsigned gen)
             lib_line_once(&backends[m], gen);
 }
 
-/* An OpenSSL 3 libcrypto whose cipher the program most likely uses matches the query. */
+/* An OpenSSL 3 or 1.1.1 libcrypto whose cipher the program most likely uses matches the
+ * query (3.x; 1.1.1 has no property queries). */
 static int check_copy(struct tlsm_backend *b, void *h, const char *src)
 {
     if (bind_api(b, h))
         return -1;
-    __typeof__(&OPENSSL_version_major) major = dlsym(h, "OPENSSL_version_major");
-    if (!major || major() < 3)
-        return fail("%s is older than OpenSSL 3%s", src, "");
     if (!tlsm_backend_cipher(b, 0) && !tlsm_backend_cipher(b, 2))
         return fail("no AES-GCM or ChaCha20-Poly1305 in %s matches the property query \"%s\"", src,
                     b->propq ? b->propq : "");
@@ -243,7 +286,9 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
 {
     const char *src = pick_source(app_crypto);
     if (!src)
-        return fail("no libcrypto.so.3 found to copy%s%s (set TLSMETER_BACKEND_LIB)", "", "");
+        return fail("the program's libcrypto is not known and no libcrypto.so.3 found to copy%s%s "
+                    "(set TLSMETER_BACKEND_LIB)",
+                    "", "");
     snprintf(b->source, sizeof(b->source), "%s", src);
     b->mode = mode;
     b->propq = tlsm_cfg.backend_propq && tlsm_cfg.backend_propq[0] ? tlsm_cfg.backend_propq : NULL;
@@ -257,7 +302,7 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
         close(fd);
         fd = high;
     }
-    void *h = open_copy(fd, mode, src);
+    void *h = open_copy(fd, mode, src, b->cpuinfo, sizeof(b->cpuinfo));
     if (!h) {
         close(fd);
         return -1;
@@ -268,7 +313,9 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
         memset(b->ciphers, 0, sizeof(b->ciphers));
         return -1;
     }
-    b->caps = tlsm_caps_decode(b->OpenSSL_version(OPENSSL_CPU_INFO));
+    if (b->abi == TLSM_ABI_OSSL3) /* 3.x says its words itself */
+        snprintf(b->cpuinfo, sizeof(b->cpuinfo), "%s", b->OpenSSL_version(OPENSSL_CPU_INFO));
+    b->caps = tlsm_caps_decode(b->cpuinfo);
     b->lib_id = tlsm_next_lib_id();
     return 0;
 }
@@ -280,7 +327,8 @@ EVP_CIPHER *tlsm_backend_cipher(struct tlsm_backend *b, int idx)
     EVP_CIPHER *c = __atomic_load_n(&b->ciphers[idx], __ATOMIC_ACQUIRE);
     if (c)
         return c;
-    c = b->EVP_CIPHER_fetch(NULL, cipher_names[idx], b->propq);
+    c = b->abi == TLSM_ABI_OSSL111 ? (EVP_CIPHER *)b->EVP_get_cipherbyname(cipher_names111[idx])
+                                   : b->EVP_CIPHER_fetch(NULL, cipher_names[idx], b->propq);
     EVP_CIPHER *expect = NULL;
     /* A racing fetch leaks one refcount of a process-lifetime object: harmless. */
     if (c && !__atomic_compare_exchange_n(&b->ciphers[idx], &expect, c, 0, __ATOMIC_ACQ_REL,
@@ -321,17 +369,20 @@ struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *ap
     return b;
 }
 
-/* Constructor time: the program's libcrypto is not known yet; a libcrypto.so.3 it already
- * loaded (its DT_NEEDED, or libssl's) is the best guess of it. */
+/* Constructor time: the program's libcrypto is not known yet; a libcrypto.so.3 (else .so.1.1)
+ * it already loaded (its DT_NEEDED, or libssl's) is the best guess of it. */
 static const char *loaded_libcrypto(char *buf, size_t cap)
 {
-    struct link_map *lm = NULL;
-    void *h = dlopen("libcrypto.so.3", RTLD_LAZY | RTLD_NOLOAD);
+    static const char *const sonames[] = {"libcrypto.so.3", "libcrypto.so.1.1"};
     buf[0] = 0;
-    if (h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
-        snprintf(buf, cap, "%s", lm->l_name);
-    if (h)
-        tlsm_real_dlclose(h);
+    for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]) && !buf[0]; i++) {
+        struct link_map *lm = NULL;
+        void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])
+            snprintf(buf, cap, "%s", lm->l_name);
+        if (h)
+            tlsm_real_dlclose(h);
+    }
     return buf[0] ? buf : NULL;
 }
 

@@ -91,7 +91,9 @@ void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *ke
 /* Same ctrl, same answer expected: a different one means the shadow no longer matches. */
 void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret)
 {
-    if (!st->shadow_ok)
+    /* A query changes nothing to mirror. 1.1.1's EVP_CIPHER_CTX_iv_length asks through ctrl;
+     * the 3.x backend answers that through parameters and refuses the ctrl. */
+    if (!st->shadow_ok || type == EVP_CTRL_GET_IVLEN)
         return;
     tlsm_th.guard++;
     int r = st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, type, arg, ptr);
@@ -124,21 +126,18 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
     }
 }
 
-/* Backend errors go to the program's error queue, as the program's own copy would
- * have raised them (same library and reason codes across OpenSSL 3 builds). */
+/* Backend errors go to the program's error queue, as the program's own copy would have
+ * raised them (same library and reason codes across OpenSSL 3 builds; a 1.1.1 copy gets
+ * the library code and a reason that may be numbered differently there). */
 static void forward_errors(struct tlsm_rec_state *st)
 {
-    const struct tlsm_api *a = st->lib ? &st->lib->api : NULL;
+    const struct tlsm_abi *a = st->lib ? &st->lib->abi : NULL;
     const char *file, *func;
-    int line;
-    unsigned long e;
-    for (int i = 0; i < 16 && (e = st->backend->ERR_get_error_all(&file, &line, &func, NULL, NULL));
-         i++) {
-        if (!a || !a->ERR_new || !a->ERR_set_debug || !a->ERR_set_error)
-            continue;
-        a->ERR_new();
-        a->ERR_set_debug(file, line, func);
-        a->ERR_set_error(ERR_GET_LIB(e), ERR_GET_REASON(e), NULL);
+    int line, lib, reason;
+    for (int i = 0;
+         i < 16 && tlsm_backend_next_error(st->backend, &lib, &reason, &file, &line, &func); i++) {
+        if (a && a->put_error)
+            a->put_error(a, lib, reason, file, line, func);
     }
 }
 
@@ -276,6 +275,10 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
     int ret = st->backend->EVP_Cipher(st->shadow, out, in, inl);
     if (ret < 0)
         forward_errors(st);
+    else if (st->lib && st->lib->abi.tls_cipher_ret && st->backend->abi != st->lib->abi.kind)
+        /* A 1.1.1 copy on a 3.x backend (its own libcrypto could not be copied): return what
+         * the program's copy would have. */
+        ret = st->lib->abi.tls_cipher_ret((int)inl, st->rsm.eiv, st->rsm.dir == TLSM_DIR_OUT);
     tlsm_th.guard--;
     return ret;
 }

@@ -50,7 +50,8 @@ static const struct opt opts[] = {
     {"TLSMETER_VERIFY", OPT_UINT, "0", "N: decrypt every Nth rerouted record both ways, compare",
      &tlsm_cfg.verify},
     {"TLSMETER_BACKEND_LIB", OPT_STRING, "",
-     "libcrypto.so.3 to reroute into (default: system; a regular file <= 256 MiB)",
+     "libcrypto (OpenSSL 3 or 1.1.1) to reroute into (default: the program's, else the "
+     "system's; a regular file <= 256 MiB)",
      &tlsm_cfg.backend_lib},
     {"TLSMETER_BACKEND_PROPQ", OPT_STRING, "", "OpenSSL 3 property query for the backend",
      &tlsm_cfg.backend_propq},

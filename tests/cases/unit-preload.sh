@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # unit-preload: parts of the preload tested directly, linked into small programs (no LD_PRELOAD):
 # the JSON line writer; the perf-clock reading of cputime.h; the record state machine (recsm.c)
-# replaying recorded OpenSSL 3.0 EVP sequences (tests/unit/evp) and hand-written ones; the
-# handshake parts object (core/hs.c); trace format 2's encoder against the analyzer's --jsonl
-# (tests/unit/trace2.c).
+# replaying recorded OpenSSL 3.0 and 1.1.1 EVP sequences (tests/unit/evp) and hand-written ones;
+# the OpenSSL ABI decision (forward/abi.c) and its loaders; the handshake parts object
+# (core/hs.c); trace format 2's encoder against the analyzer's --jsonl (tests/unit/trace2.c).
 # tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -46,6 +46,21 @@ echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 [ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit recsm: exit $rc: $(echo "$out" | tail -n 3)"
 echo "$out" | grep -q '^PASS recsm write inside a read' || fail "unit recsm: the hand-written cases did not run"
 
+# The OpenSSL ABI decision and its two loaders on made-up objects, 1.1.1's capability words
+# under masks (preload/forward/abi*.c, preload/arch/ARCH/ossl111caps.c).
+arch=${TLSM_ARCH:-x86_64}
+if ! $cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE "${san[@]}" \
+    -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/abi" "$TLSM_TOP/tests/unit/abi.c" \
+    "$TLSM_TOP"/preload/forward/abi{,_ossl3,_ossl111}.c "$TLSM_TOP/preload/arch/$arch/ossl111caps.c" \
+    "$TLSM_TOP/preload/base/caps.c" "$TLSM_TOP/preload/base/json.c" \
+    "$TLSM_TOP/preload/arch/$arch/cpu.c" 2>"$d/cc4.err"; then
+    fail "unit abi: does not build: $(head -c 300 "$d/cc4.err")"
+    exit 0
+fi
+out=$(run_target "$d/abi" 2>&1)
+rc=$?
+echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
+[ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit abi: exit $rc: $(echo "$out" | tail -n 3)"
 # The conn open event's hs object (issue 18): core/hs.c with the JSON builder's digits.
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/hs" \
     "$TLSM_TOP/tests/unit/hs.c" "$TLSM_TOP/preload/core/hs.c" "$TLSM_TOP/preload/base/json.c" \

@@ -13,6 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Built against OpenSSL 3 or 1.1.1 headers (record.sh ROOT): 1.1.1 names the two calls
+ * without "get"/"is". */
+#if OPENSSL_VERSION_NUMBER < 0x30000000L
+#define EVP_CIPHER_get_nid EVP_CIPHER_nid
+#define EVP_CIPHER_CTX_is_encrypting EVP_CIPHER_CTX_encrypting
+#endif
+
 static FILE *out;
 static int depth;
 static const void *ctxs[256];

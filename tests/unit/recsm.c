@@ -1,9 +1,9 @@
 /* tests/unit/recsm.c: the record state machine (preload/core/recsm.c) driven directly, no
- * LD_PRELOAD, no network: replays the EVP call sequences OpenSSL 3.0's libssl made in real
- * exchanges (tests/unit/evp/NAME.SIDE.evp, both peers of each) and checks the records against the
- * recorder's own observations and against the peer's records; then hand-written sequences
- * (a write inside a read, a failed tag, reuse after reset, interleaved contexts).
- * Usage: recsm DATADIR. Prints PASS/FAIL lines; exit 1 on any FAIL. */
+ * LD_PRELOAD, no network: replays the EVP call sequences OpenSSL 3.0's and 1.1.1's libssl made
+ * in real exchanges (tests/unit/evp/[ossl111-]NAME.SIDE.evp, both peers of each) and checks the
+ * records against the recorder's own observations and against the peer's records; then hand-written
+ * sequences (a write inside a read, a failed tag, reuse after reset, interleaved contexts). Usage:
+ * recsm DATADIR. Prints PASS/FAIL lines; exit 1 on any FAIL. */
 #include "core/recsm.h"
 
 #include <stdio.h>
@@ -388,6 +388,13 @@ int main(int argc, char **argv)
     recorded(dir, "tls12-aes128gcm", TLSM_TLS12, 1);
     recorded(dir, "tls13-aes128gcm", TLSM_TLS13, 1);
     recorded(dir, "tls13-chacha20", TLSM_TLS13, 0);
+    recorded(dir, "tls12-chacha20", TLSM_TLS12, 0);
+    /* OpenSSL 1.1.1w (tests/unit/evp/ossl111-*): TLS 1.2 records go through EVP_Cipher
+     * (returns the length), TLS 1.3 ones through Init/ctrl/Update/Final as in 3.0. */
+    recorded(dir, "ossl111-tls12-aes128gcm", TLSM_TLS12, 1); /* EVP_Cipher returns pt */
+    recorded(dir, "ossl111-tls13-aes128gcm", TLSM_TLS13, 1);
+    recorded(dir, "ossl111-tls13-chacha20", TLSM_TLS13, 0);
+    recorded(dir, "ossl111-tls12-chacha20", TLSM_TLS12, 0); /* EVP_Cipher returns the whole */
     write_inside_read();
     failed_tag();
     reuse_after_reset();

@@ -1,0 +1,85 @@
+/* abi_ossl3.c: the loader of OpenSSL 3.x copies: the entry points of abi.h by 3.x's names
+ * (EVP_CIPHER_get_nid, ERR_new/ERR_set_debug/ERR_set_error, OPENSSL_CPU_INFO, ...). The only
+ * file that may name an OpenSSL-3-only call of a program's copy. */
+#include "forward/abi.h"
+
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+
+enum { RAW_ERR_NEW, RAW_ERR_SET_DEBUG, RAW_ERR_SET_ERROR, RAW_RBIO, RAW_BIO_CTRL, RAW_BIO_TYPE };
+
+static void put_error3(const struct tlsm_abi *a, int lib, int reason, const char *file, int line,
+                       const char *func)
+{
+    __typeof__(&ERR_new) err_new = (__typeof__(err_new))a->raw[RAW_ERR_NEW];
+    __typeof__(&ERR_set_debug) debug = (__typeof__(debug))a->raw[RAW_ERR_SET_DEBUG];
+    __typeof__(&ERR_set_error) set = (__typeof__(set))a->raw[RAW_ERR_SET_ERROR];
+    if (!err_new || !debug || !set)
+        return;
+    err_new();
+    debug(file, line, func);
+    set(lib, reason, NULL);
+}
+
+/* BIO_get_ktls_recv(b) is this ctrl in OpenSSL 3 (a macro; 0 when built without kTLS). Only
+ * on OpenSSL's own socket BIO (the only one kTLS runs on): a program's own BIO type would see
+ * a ctrl call it never asked for. */
+static int ktls_recv3(const struct tlsm_abi *a, const struct ssl_st *s)
+{
+    __typeof__(&SSL_get_rbio) rbio_of = (__typeof__(rbio_of))a->raw[RAW_RBIO];
+    __typeof__(&BIO_ctrl) ctrl = (__typeof__(ctrl))a->raw[RAW_BIO_CTRL];
+    __typeof__(&BIO_method_type) type = (__typeof__(type))a->raw[RAW_BIO_TYPE];
+    if (!rbio_of || !ctrl || !type)
+        return 0;
+    BIO *b = rbio_of(s);
+    return b && type(b) == BIO_TYPE_SOCKET && ctrl(b, BIO_CTRL_GET_KTLS_RECV, 0, NULL) > 0;
+}
+
+static void cpuinfo3(const struct tlsm_abi *a, char *buf, size_t cap)
+{
+    const char *s = a->version_text ? a->version_text(OPENSSL_CPU_INFO) : NULL;
+    snprintf(buf, cap, "%s", s ? s : "");
+}
+
+/* Entry points typed from OpenSSL 3's own prototypes: a mismatch is a compile error. */
+#define ENTRY(field, name, type)                                                                   \
+    do {                                                                                           \
+        __typeof__(&name) fn_ = (__typeof__(&name))lookup(h, #name);                               \
+        a->field = (type)fn_;                                                                      \
+    } while (0)
+#define RAW(slot, name) a->raw[slot] = (void (*)(void))lookup(h, #name)
+
+void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
+{
+    ENTRY(ssl_version, SSL_get_version, const char *(*)(const struct ssl_st *));
+    ENTRY(ssl_current_cipher, SSL_get_current_cipher,
+          const struct ssl_cipher_st *(*)(const struct ssl_st *));
+    ENTRY(ssl_cipher_name, SSL_CIPHER_get_name, const char *(*)(const struct ssl_cipher_st *));
+    ENTRY(ssl_is_server, SSL_is_server, int (*)(const struct ssl_st *));
+    ENTRY(ssl_error, SSL_get_error, int (*)(const struct ssl_st *, int));
+    ENTRY(ssl_init_finished, SSL_is_init_finished, int (*)(const struct ssl_st *));
+    ENTRY(ssl_session_reused, SSL_session_reused, int (*)(const struct ssl_st *));
+    ENTRY(x509_pubkey, X509_get0_pubkey, struct evp_pkey_st * (*)(const struct x509_st *));
+    ENTRY(pkey_base_id, EVP_PKEY_get_base_id, int (*)(const struct evp_pkey_st *));
+    ENTRY(pkey_bits, EVP_PKEY_get_bits, int (*)(const struct evp_pkey_st *));
+    ENTRY(pkey_is_a, EVP_PKEY_is_a, int (*)(const struct evp_pkey_st *, const char *));
+    ENTRY(cipher_nid, EVP_CIPHER_get_nid, int (*)(const struct evp_cipher_st *));
+    ENTRY(ctx_cipher, EVP_CIPHER_CTX_get0_cipher,
+          const struct evp_cipher_st *(*)(const struct evp_cipher_ctx_st *));
+    ENTRY(ctx_encrypting, EVP_CIPHER_CTX_is_encrypting, int (*)(const struct evp_cipher_ctx_st *));
+    ENTRY(version_text, OpenSSL_version, const char *(*)(int));
+    RAW(RAW_ERR_NEW, ERR_new);
+    RAW(RAW_ERR_SET_DEBUG, ERR_set_debug);
+    RAW(RAW_ERR_SET_ERROR, ERR_set_error);
+    RAW(RAW_RBIO, SSL_get_rbio);
+    RAW(RAW_BIO_CTRL, BIO_ctrl);
+    RAW(RAW_BIO_TYPE, BIO_method_type);
+    a->cpuinfo = cpuinfo3;
+    a->put_error = put_error3;
+    a->ssl_ktls_recv = a->raw[RAW_RBIO] ? ktls_recv3 : NULL;
+}
