@@ -181,6 +181,9 @@ static int bind_api(struct tlsm_backend *b, void *h)
     SYM(ERR_clear_error);
     SYM(OpenSSL_version);
 #undef SYM
+    /* Optional: the TLS 1.2 AES-GCM sealing nonce step (reroute.c) needs it. */
+    b->EVP_CIPHER_CTX_get_updated_iv =
+        (__typeof__(b->EVP_CIPHER_CTX_get_updated_iv))dlsym(h, "EVP_CIPHER_CTX_get_updated_iv");
     return 0;
 }
 

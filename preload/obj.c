@@ -125,6 +125,7 @@ static void load_api(struct tlsm_obj *o, void *h)
     API(SSL_is_init_finished);
     API(EVP_CIPHER_get_nid);
     API(EVP_CIPHER_CTX_get0_cipher);
+    API(EVP_CIPHER_CTX_ctrl);
     API(OpenSSL_version);
     API(OPENSSL_version_major);
     API(ERR_new);

@@ -23,6 +23,7 @@ struct tlsm_api {
     __typeof__(&SSL_is_init_finished) SSL_is_init_finished;
     __typeof__(&EVP_CIPHER_get_nid) EVP_CIPHER_get_nid;
     __typeof__(&EVP_CIPHER_CTX_get0_cipher) EVP_CIPHER_CTX_get0_cipher;
+    __typeof__(&EVP_CIPHER_CTX_ctrl) EVP_CIPHER_CTX_ctrl; /* reroute.c: nonce step, seal tag */
     __typeof__(&OpenSSL_version) OpenSSL_version;
     __typeof__(&OPENSSL_version_major) OPENSSL_version_major;
     __typeof__(&ERR_new) ERR_new;
