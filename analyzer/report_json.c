@@ -283,9 +283,10 @@ static void totals(json_t *o, const struct summary *s)
 {
     const struct stats *st = &s->m->st;
 
-    json_object_set_new(o, "bytes_read", jint(st->got));
-    json_object_set_new(o, "reads", jint(st->reads));
-    json_object_set_new(o, "reads_want_read", jint(st->want_read));
+    /* The encrypting side's calls are writes: the same figures under their own names. */
+    json_object_set_new(o, s->out ? "bytes_written" : "bytes_read", jint(st->got));
+    json_object_set_new(o, s->out ? "writes" : "reads", jint(st->reads));
+    json_object_set_new(o, s->out ? "writes_want_write" : "reads_want_read", jint(st->want_read));
     json_object_set_new(o, "records", jint(st->recs));
     json_object_set_new(o, "records_app", jint(st->recs_app));
     json_object_set_new(o, "records_tag_failed", jint(st->tag_fail));
@@ -313,11 +314,14 @@ json_t *report_json_object(const struct summary *s)
 {
     json_t *o = json_object();
 
+    if (s->out)
+        json_object_set_new(o, "direction", jstr("out"));
     totals(o, s);
-    json_object_set_new(o, "read_bytes", hist_obj(&s->m->read_got));
-    json_object_set_new(o, "read_want", hist_obj(&s->m->read_want));
+    json_object_set_new(o, s->out ? "write_bytes" : "read_bytes", hist_obj(&s->m->read_got));
+    json_object_set_new(o, s->out ? "write_asked" : "read_want", hist_obj(&s->m->read_want));
     json_object_set_new(o, "record_len", hist_obj(&s->m->rec_len));
-    json_object_set_new(o, "records_per_read", hist_obj(&s->m->recs_per_read));
+    json_object_set_new(o, s->out ? "records_per_write" : "records_per_read",
+                        hist_obj(&s->m->recs_per_read));
     json_object_set_new(o, "ciphers", rows_arr(s));
     json_object_set_new(o, "record_ns_per_byte", ciphers_nspb_arr(s));
     json_object_set_new(o, "buckets", buckets_arr(s));
@@ -333,6 +337,9 @@ json_t *report_json_object(const struct summary *s)
     json_object_set_new(o, "lines_unknown", jint(s->lines_unknown));
     json_object_set_new(o, "dropped", jint(s->dropped));
     json_object_set_new(o, "truncated", json_boolean(s->truncated));
+    /* The encrypting side, the same figures from the same code (docs/analyzer.md). */
+    if (s->enc)
+        json_object_set_new(o, "encrypt", report_json_object(s->enc));
     return o;
 }
 
