@@ -17,6 +17,8 @@
 #include <string.h>
 
 static _Atomic uint64_t n_routed, n_fallback, n_verified, n_mismatch, n_shadow_fail;
+/* Of those, the encrypting side's (end.reroute "out"). */
+static _Atomic uint64_t n_routed_out, n_verified_out, n_mismatch_out;
 static _Atomic uint64_t n_nonce_fail; /* sync_nonce failed (counted once per warning) */
 
 /* A nonce has no secret value but is written over before the stack frame goes. */
@@ -48,6 +50,8 @@ static void shadow_lost(struct tlsm_rec_state *st)
     st->routed = false;
     st->verify = false;
     atomic_fetch_sub_explicit(&n_routed, 1, memory_order_relaxed);
+    if (st->rsm.dir == TLSM_DIR_OUT)
+        atomic_fetch_sub_explicit(&n_routed_out, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
 }
 
@@ -158,6 +162,8 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
     tlsm_th.guard--;
     st->routed = true;
     atomic_fetch_add_explicit(&n_routed, 1, memory_order_relaxed);
+    if (st->rsm.dir == TLSM_DIR_OUT)
+        atomic_fetch_add_explicit(&n_routed_out, 1, memory_order_relaxed);
     if (tlsm_cfg.verify && !st->nonce_pinned && ++verify_tick >= tlsm_cfg.verify) {
         verify_tick = 0;
         st->verify = true;
@@ -182,10 +188,20 @@ static void forward_errors(struct tlsm_rec_state *st)
     }
 }
 
+static void count_verified(const struct tlsm_rec_state *st)
+{
+    atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+    if (st->rsm.dir == TLSM_DIR_OUT)
+        atomic_fetch_add_explicit(&n_verified_out, 1, memory_order_relaxed);
+}
+
 static void mismatch(struct tlsm_rec_state *st)
 {
     st->verdict = -1;
-    if (atomic_fetch_add(&n_mismatch, 1) == 0)
+    bool out = st->rsm.dir == TLSM_DIR_OUT;
+    if (out)
+        atomic_fetch_add(&n_mismatch_out, 1);
+    if (atomic_fetch_add(&n_mismatch, 1) == 0) /* once per process, whichever came first */
         tlsm_warn("TLSMETER_VERIFY: the %s backend %s a %s record differently from "
                   "the program's own code; the native result was %s",
                   tlsm_mode_name(tlsm_cfg.crypto),
@@ -248,7 +264,7 @@ static int verified_payload(struct tlsm_rec_state *st, tlsm_update_fn native, EV
     if (st->rsm.tls != 12)
         return ret; /* TLS 1.3: the tag is made or checked in Final, compare there */
     /* TLS 1.2: the one Update also checks the tag. */
-    atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+    count_verified(st);
     st->verdict = 1;
     if (!same_result(st, ret, out, len, out == in)) {
         mismatch(st);
@@ -299,7 +315,7 @@ static int seal_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPHE
     int nret = native(ctx, fin, &l);
     bool ntag_ok = nret > 0 && a && a->EVP_CIPHER_CTX_ctrl &&
                    a->EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, ntag) > 0;
-    atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+    count_verified(st);
     st->verdict = 1;
     bool same = (ret > 0) == (nret > 0) && st->have_tag == ntag_ok && st->voutl == st->vbuf_len &&
                 st->vret > 0 && st->vout && !memcmp(st->vout, st->vbuf, (size_t)st->voutl) &&
@@ -330,7 +346,7 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
         int l = 0;
         int nret = native(ctx, fin, &l);
         st->vret = st->vret > 0 && nret > 0 ? 1 : 0;
-        atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+        count_verified(st);
         st->verdict = 1;
         if (!same_result(st, ret, st->rsm.out, st->rsm.outl, false)) {
             mismatch(st);
@@ -388,10 +404,13 @@ size_t tlsm_reroute_json(char *buf, size_t cap)
 {
     int n = snprintf(buf, cap,
                      "{\"mode\":\"%s\",\"routed\":%llu,\"fallback\":%llu,\"shadow_fail\":%llu,"
-                     "\"verified\":%llu,\"mismatches\":%llu,\"off_reason\":\"",
+                     "\"verified\":%llu,\"mismatches\":%llu,\"out\":{\"routed\":%llu,"
+                     "\"verified\":%llu,\"mismatches\":%llu},\"off_reason\":\"",
                      tlsm_mode_name(tlsm_cfg.crypto), (unsigned long long)n_routed,
                      (unsigned long long)n_fallback, (unsigned long long)n_shadow_fail,
-                     (unsigned long long)n_verified, (unsigned long long)n_mismatch);
+                     (unsigned long long)n_verified, (unsigned long long)n_mismatch,
+                     (unsigned long long)n_routed_out, (unsigned long long)n_verified_out,
+                     (unsigned long long)n_mismatch_out);
     const char *why = tlsm_backend_error()[0] ? tlsm_backend_error() : tlsm_config_crypto_error;
     for (const char *e = why; *e && n + 4 < (int)cap; e++)
         buf[n++] = (*e == '"' || *e == '\\') ? '\'' : (*e < 0x20 ? ' ' : *e);

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# enc-upload: the encrypting side, traced on real uploads to tests/tools/hashserver.py (it
+# answers with the sha256 of what it received: an instrument independent of tlsmeter).
+# - curl uploads 32 MiB (TLS 1.3): the hash is right; >= 2048 application-data records with
+#   dir "out" carry exactly the bytes the write events wrote (head + body), each record inside
+#   its write; the analyzer's decrypt figures are exactly the dir-in records and reads (the
+#   upload does not swell them), its "encrypt" object exactly the dir-out ones.
+# - AES masked to the table code (OPENSSL_ia32cap): encrypt class "table" and a software-aes
+#   verdict naming encryption; masked + TLSMETER_CRYPTO=hw: same hash, records on path hw.
+# - TLSMETER_VERIFY=1 (hw): every sealed record "verify":"same", no mismatch; with the test-only
+#   TLSMETER_TEST_CORRUPT=1 every one a mismatch, one warning, and the hash still right (the
+#   native record is the one sent).
+# - curl, Python ssl and openssl s_client uploads over TLS 1.3 AES-128-GCM and ChaCha20, TLS 1.2
+#   AES-256-GCM and ChaCha20; s_client with -max_send_frag / -split_send_frag + -max_pipelines.
+# Under ASan and qemu the uploader is s_client (no curl, no host Python as the traced program).
+# tlsm-arch: x86_64 aarch64
+# shellcheck source=tests/lib.sh
+. "$TLSM_TOP/tests/lib.sh"
+# shellcheck source=tests/lib-tls.sh
+. "$TLSM_TOP/tests/lib-tls.sh"
+d=$(case_dir)
+tls_init "$d"
+tls_need_preload enc-upload
+CHECK=("$TLSM_PY" "$TLSM_TOOLS/enccheck.py")
+ANALYZE=${TLSM_ANALYZE:-$O/tlsmeter-analyze}
+MASK="~0x200020200000000:~0x0"
+under_qemu && MASK= # the mask is x86's; aarch64's table path is checked by aarch64-impl
+
+BIG=$((32 * 1024 * 1024))
+MINRECS=2048
+if under_qemu; then # every byte is emulated: 2 MiB make the point
+    BIG=$((2 * 1024 * 1024))
+    MINRECS=128
+fi
+head -c "$BIG" /dev/urandom >"$d/big.bin"
+head -c $((4 * 1024 * 1024 + 321)) /dev/urandom >"$d/mid.bin"
+
+# The server: one per case, any protocol and suite (the clients choose).
+"$TLSM_PY" "$TLSM_TOOLS/hashserver.py" --cert "$TLS_CERT" --key "$TLS_KEY" \
+    --log "$d/server.log" >"$d/server.port" 2>"$d/server.err" &
+TLS_PIDS+=("$!")
+for _ in $(seq 100); do
+    [ -s "$d/server.port" ] && break
+    sleep 0.05
+done
+PORT=$(sed -n 's/^port=//p' "$d/server.port")
+if [ -z "$PORT" ]; then
+    fail "enc-upload: hashserver did not start: $(head -c 300 "$d/server.err")"
+    exit 0
+fi
+
+UP=curl
+tls_client_ok curl || UP=sclient
+
+# upload KIND FILE PREFIX TRACE [client args...]: one upload by KIND (curl, py, sclient); the
+# server's answer in PREFIX.out. TRACE empty: untraced.
+upload() {
+    local kind=$1 file=$2 p=$3 trace=$4 size
+    shift 4
+    size=$(tls_size "$file")
+    case $kind in
+    curl)
+        tls_run "$p" "$trace" curl -sS --cacert "$TLS_CERT" --data-binary "@$file" "$@" \
+            "https://127.0.0.1:$PORT/"
+        ;;
+    py)
+        tls_run "$p" "$trace" "$TLSM_PY" "$TLSM_TOOLS/pyupload.py" --port "$PORT" \
+            --cafile "$TLS_CERT" --file "$file" "$@"
+        ;;
+    sclient)
+        # A RAW head and the file on stdin: -quiet (ignore stdin EOF, wait for the answer),
+        # -nocommands (a line starting with Q or R is data, not a command).
+        { printf 'RAW %d\n' "$size"; cat "$file"; } >"$p.req"
+        tls_run "$p" "$trace" openssl s_client -connect "127.0.0.1:$PORT" -quiet -nocommands \
+            -CAfile "$TLS_CERT" -servername localhost "$@" <"$p.req"
+        rm -f "$p.req"
+        ;;
+    esac
+}
+
+# hash_ok NAME FILE PREFIX: the server's answer is FILE's sha256 and size, and the client
+# exited 0.
+hash_ok() {
+    local want
+    want="sha256=$(tls_sha "$2") bytes=$(tls_size "$2")"
+    if [ "$(cat "$3.rc")" != 0 ] || ! grep -qx "$want" "$3.out"; then
+        fail "$1: exit $(cat "$3.rc"), answer '$(head -c 120 "$3.out")', want '$want'" \
+            "(stderr: $(grep -v '^depth\|^verify' "$3.err" | head -c 200))"
+        return 1
+    fi
+}
+
+# one_trace NAME PREFIX: exactly one trace of the run, in TRACE.
+one_trace() {
+    tls_traces "$2.trace.*.jsonl"
+    if [ "${#TRACES[@]}" -ne 1 ]; then
+        fail "$1: ${#TRACES[@]} trace files, want 1"
+        return 1
+    fi
+    TRACE=${TRACES[0]}
+}
+
+# --- the 32 MiB upload: hash, records covering the writes, analyzer per direction ---------
+p=$d/big
+upload "$UP" "$d/big.bin" "$p.plain" ""
+upload "$UP" "$d/big.bin" "$p" "$p.trace.%p.jsonl"
+if hash_ok "enc-upload $UP 32 MiB" "$d/big.bin" "$p.plain" &&
+    hash_ok "enc-upload $UP 32 MiB traced" "$d/big.bin" "$p" && one_trace "enc-upload big" "$p"; then
+    pass "enc-upload $UP $((BIG >> 20)) MiB: the server's sha256 is the file's, traced and not"
+    tls_check "enc-upload $UP records dir out cover the writes" "${CHECK[@]}" records "$TRACE" \
+        --body "$BIG" --min-recs "$MINRECS" --tls 1.3
+    "$ANALYZE" --json "$TRACE" >"$p.json" 2>"$p.an.err"
+    read -r inr inb outr outb _ < <("${CHECK[@]}" count "$TRACE" | tr ' ' '\n' | cut -d= -f2 |
+        tr '\n' ' ')
+    tls_check "enc-upload analyzer: decrypt figures are the dir-in records ($inr) and reads, encrypt the dir-out ($outr)" \
+        "${CHECK[@]}" analyzer "$p.json" --in-records "$inr" --in-bytes "$inb" \
+        --out-records "$outr" --out-bytes "$outb"
+fi
+
+# --- masked to table AES, then masked + hw ------------------------------------------------
+if [ -n "$MASK" ]; then
+    p=$d/masked
+    TLS_ENV=("OPENSSL_ia32cap=$MASK")
+    upload "$UP" "$d/big.bin" "$p" "$p.trace.%p.jsonl"
+    TLS_ENV=()
+    if hash_ok "enc-upload masked" "$d/big.bin" "$p" && one_trace "enc-upload masked" "$p"; then
+        "$ANALYZE" --json "$TRACE" >"$p.json" 2>"$p.an.err"
+        tls_check "enc-upload masked: encrypt class table, software-aes names encryption" \
+            "${CHECK[@]}" analyzer "$p.json" --impl table --verdict software-aes
+    fi
+    if tls_mode_ok hw; then
+        p=$d/maskedhw
+        TLS_ENV=("OPENSSL_ia32cap=$MASK" TLSMETER_CRYPTO=hw)
+        upload "$UP" "$d/big.bin" "$p" "$p.trace.%p.jsonl"
+        TLS_ENV=()
+        if hash_ok "enc-upload masked + hw" "$d/big.bin" "$p" && one_trace "enc-upload maskedhw" "$p"; then
+            "$ANALYZE" --json "$TRACE" >"$p.json" 2>"$p.an.err"
+            tls_check "enc-upload masked + hw: same hash, sealed on the hw backend (class hardware, no software-aes)" \
+                "${CHECK[@]}" analyzer "$p.json" --impl hardware --no-verdict software-aes
+            tls_check "enc-upload masked + hw: every out record on path hw" "${CHECK[@]}" records \
+                "$TRACE" --path hw --min-recs "$MINRECS"
+        fi
+    else
+        skip "enc-upload masked + hw: $TLS_MODE_SKIP"
+    fi
+else
+    skip "enc-upload masked: no x86 capability mask under qemu (aarch64-impl covers the classes)"
+fi
+
+# --- TLSMETER_VERIFY: no mismatch; the corruption switch caught ---------------------------
+if tls_mode_ok hw; then
+    p=$d/verify
+    TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=1)
+    upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl"
+    TLS_ENV=()
+    if hash_ok "enc-upload verify" "$d/mid.bin" "$p" && one_trace "enc-upload verify" "$p"; then
+        tls_check "enc-upload TLSMETER_VERIFY=1: every sealed record the same both ways" \
+            "${CHECK[@]}" records "$TRACE" --verify same --path hw --min-recs 200
+    fi
+    p=$d/corrupt
+    TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=1 TLSMETER_TEST_CORRUPT=1)
+    upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl"
+    TLS_ENV=()
+    if hash_ok "enc-upload corrupt (the native record must be the one sent)" "$d/mid.bin" "$p" &&
+        one_trace "enc-upload corrupt" "$p"; then
+        # One warning per process, for whichever record came first (a decrypted one may).
+        if [ "$(tls_notes "$p.err")" != 1 ] || ! grep -q 'TLSMETER_VERIFY:.* record differently' "$p.err"; then
+            fail "enc-upload corrupt: want one TLSMETER_VERIFY warning, got: $(grep '^tlsmeter:' "$p.err" | head -c 300)"
+        elif ! grep -q '"out":{"routed":[1-9][0-9]*,"verified":[1-9][0-9]*,"mismatches":[1-9]' "$TRACE"; then
+            fail "enc-upload corrupt: end.reroute.out counts no encrypt mismatch: $(grep -o '"reroute":{[^}]*}[^}]*}' "$TRACE")"
+        else
+            tls_check "enc-upload TLSMETER_TEST_CORRUPT=1: every sealed record a mismatch, caught" \
+                "${CHECK[@]}" records "$TRACE" --verify mismatch --path hw --min-recs 200
+        fi
+    fi
+else
+    skip "enc-upload verify: $TLS_MODE_SKIP"
+fi
+
+# --- clients x suites ----------------------------------------------------------------------
+CONFIGS=(
+    "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM"
+    "1.3 TLS_CHACHA20_POLY1305_SHA256 ChaCha20-Poly1305"
+    "1.2 ECDHE-RSA-AES256-GCM-SHA384 AES-256-GCM"
+    "1.2 ECDHE-RSA-CHACHA20-POLY1305 ChaCha20-Poly1305"
+)
+suite_args() { # KIND PROTO SUITE: the client's options for them
+    case $1.$2 in
+    curl.1.3) echo "--tlsv1.3 --tls13-ciphers $3" ;;
+    curl.1.2) echo "--tlsv1.2 --tls-max 1.2 --ciphers $3" ;;
+    py.1.3) echo "--tls 1.3" ;; # Python cannot choose TLS 1.3 suites: see the cipher check
+    py.1.2) echo "--tls 1.2 --cipher $3" ;;
+    sclient.1.3) echo "-tls1_3 -ciphersuites $3" ;;
+    sclient.1.2) echo "-tls1_2 -cipher $3" ;;
+    esac
+}
+for c in curl py sclient; do
+    if ! tls_client_ok "$c"; then
+        skip "enc-upload $c: $TLS_CLIENT_SKIP"
+        continue
+    fi
+    for s in "${CONFIGS[@]}"; do
+        read -r proto suite cipher <<<"$s"
+        name="enc-upload $c TLS $proto $cipher"
+        p=$d/m.$c.$suite
+        # shellcheck disable=SC2046
+        upload "$c" "$d/mid.bin" "$p" "$p.trace.%p.jsonl" $(suite_args "$c" "$proto" "$suite")
+        hash_ok "$name" "$d/mid.bin" "$p" && one_trace "$name" "$p" || continue
+        want=(--cipher "$cipher")
+        [ "$c.$proto" = py.1.3 ] && want=() # Python's TLS 1.3 suite is OpenSSL's default choice
+        tls_check "$name: records cover the writes" "${CHECK[@]}" records "$TRACE" \
+            --tls "$proto" "${want[@]}" --min-recs 256
+    done
+done
+
+# --- record splitting: max_send_fragment, split_send_fragment with pipelines ---------------
+for frag in "-max_send_frag 4096:4096" "-split_send_frag 2048 -max_pipelines 4:2048"; do
+    opts=${frag%:*} max=${frag##*:}
+    p=$d/frag.$max
+    # shellcheck disable=SC2086
+    upload sclient "$d/mid.bin" "$p" "$p.trace.%p.jsonl" $opts
+    hash_ok "enc-upload s_client $opts" "$d/mid.bin" "$p" && one_trace "enc-upload frag" "$p" || continue
+    tls_check "enc-upload s_client $opts: records of <= $max B cover the writes" \
+        "${CHECK[@]}" records "$TRACE" --max-pt "$max" --min-recs $((4 * 1024 * 1024 / max))
+done
