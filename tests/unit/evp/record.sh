@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/unit/evp/record.sh: re-record the EVP call sequences in this folder from the real
 # OpenSSL (an openssl s_server -rev and s_client exchange on 127.0.0.1, each under the
-# test-only recorder tests/unit/evprec.c). Run by hand when OpenSSL's sequences change:
+# test-only recorder tests/unit/evprec.c). NAME-frag entries: the client writes a 40001-byte
+# line with -max_send_frag 4096 (one SSL_write split into records of <= 4096 B), the server
+# echoes it reversed. Run by hand when OpenSSL's sequences change:
 #   tests/unit/evp/record.sh [OUTDIR]   (default: this folder)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -9,6 +11,8 @@ out=${1:-$here}
 tmp=$(mktemp -d)
 trap 'kill "$srv" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 srv=
+payload() { case $1 in *-frag) head -c 40000 /dev/zero | tr '\0' a; echo ;; *) printf 'hello\n' ;; esac; }
+cliopts() { case $1 in *-frag) echo "-max_send_frag 4096" ;; esac; }
 cc -std=gnu11 -O2 -Wall -Wextra -shared -fPIC -o "$tmp/evprec.so" "$here/../evprec.c" -ldl -lcrypto
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
     -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
@@ -20,13 +24,15 @@ while read -r name ver opt; do
         -naccept 1 -rev -cert "$tmp/cert.pem" -key "$tmp/key.pem" "$ver" $opt >"$tmp/srv.log" 2>&1 &
     srv=$!
     for _ in $(seq 50); do grep -q ACCEPT "$tmp/srv.log" && break; sleep 0.1; done
-    (printf 'hello\n'; sleep 1) | EVPREC_OUT="$tmp/client.evp" LD_PRELOAD="$tmp/evprec.so" \
-        timeout 10 openssl s_client -connect "127.0.0.1:$port" "$ver" $opt >"$tmp/cli.log" 2>&1 || true
+    # shellcheck disable=SC2046
+    (payload "$name"; sleep 1) | EVPREC_OUT="$tmp/client.evp" LD_PRELOAD="$tmp/evprec.so" \
+        timeout 10 openssl s_client -connect "127.0.0.1:$port" "$ver" $opt $(cliopts "$name") \
+        >"$tmp/cli.log" 2>&1 || true
     for _ in $(seq 50); do kill -0 "$srv" 2>/dev/null || break; sleep 0.1; done
     kill "$srv" 2>/dev/null || true
     wait "$srv" 2>/dev/null || true
     srv=
-    grep -q olleh "$tmp/cli.log" || { echo "record.sh: $name: no echo from the server" >&2; exit 1; }
+    grep -q 'olleh\|aaaaaaaa' "$tmp/cli.log" || { echo "record.sh: $name: no echo from the server" >&2; exit 1; }
     for side in client server; do
         { echo "# $name $side: EVP calls libssl made ($(openssl version | cut -d' ' -f1-2)), by tests/unit/evp/record.sh"
           cat "$tmp/$side.evp"; } >"$out/$name.$side.evp"
@@ -35,4 +41,6 @@ done <<'LIST'
 tls12-aes128gcm -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256
 tls13-aes128gcm -tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256
 tls13-chacha20 -tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256
+tls13-aes256gcm-frag -tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384
+tls12-chacha20-frag -tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305
 LIST
