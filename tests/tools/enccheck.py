@@ -4,13 +4,14 @@
   enccheck.py records TRACE... [--min-recs N] [--body BYTES] [--tls 1.2|1.3] [--cipher C]
               [--max-pt N] [--path P] [--verify same|mismatch] [--role client|server]
       rec events with dir "out": at least N application-data records; their plaintext sums to
-      exactly the bytes the write events wrote (each record is inside one write: the records
-      of write W sum to W.written); with --body, the writes minus the HTTP request or RAW head
+      exactly the bytes the write events wrote (each record is inside one write, and by each
+      write at least as many bytes were sealed as written); with --body, the writes minus the HTTP request or RAW head
       (< 4 KiB) are the body; every out record has the given protocol, cipher, path and verify
       word, tag_ok true, pt <= --max-pt (16384 by default); conn close totals (wbytes, wrecs)
       agree with the events.
   enccheck.py analyzer JSON [--impl C] [--verdict ID] [--no-verdict ID] [--in-records N]
-              [--in-bytes N] [--out-records-min N] [--conns-min N]
+              [--in-bytes N] [--out-records N] [--out-bytes N] [--conns-min N]
+              [--conns-from TRACE...]
       tlsmeter-analyze --json output: the "encrypt" object exists with the class and verdict
       (its text naming "encryption"), and the top-level (decrypt) figures are exactly those
       of the dir-in records and read events (--in-records, --in-bytes: counted from the
@@ -72,13 +73,20 @@ def check_records(a, bad):
             bad.append("application-data record outside a write: %s" % r)
             break
         per[r["write"]] = per.get(r["write"], 0) + r["pt"]
-    for wid, w in writes.items():
-        if per.get(wid, 0) != max(w.get("written", 0), 0):
-            bad.append("write %d wrote %d bytes, its records carry %d" % (wid, w.get("written", 0),
-                                                                         per.get(wid, 0)))
+    # A write that returns WANT_WRITE may already have sealed records (libssl keeps them and
+    # the retry sends them without sealing again): the bytes then count in a later write's
+    # written. So, in write order: sealed so far >= written so far, equal at the end.
+    sealed = done = 0
+    for wid in sorted(writes):
+        w = writes[wid]
+        sealed += per.get(wid, 0)
+        done += max(w.get("written", 0), 0)
+        if sealed < done:
+            bad.append("by write %d, %d bytes written but only %d sealed" % (wid, done, sealed))
             break
-        if w.get("recs", 0) < sum(1 for r in app if r.get("write") == wid):
-            bad.append("write %d counts %d records, fewer than it holds" % (wid, w["recs"]))
+        if w.get("recs", 0) != sum(1 for r in out if r.get("write") == wid):
+            bad.append("write %d counts %d records, %d name it" % (
+                wid, w.get("recs", 0), sum(1 for r in out if r.get("write") == wid)))
             break
     if a.body is not None and not 0 < written - a.body < 4096:
         bad.append("writes total %d bytes for a %d-byte body (head %d)" % (written, a.body,
@@ -134,6 +142,21 @@ def check_analyzer(a, bad):
                                                                       a.out_bytes))
     if a.conns_min is not None and enc.get("connections", 0) < a.conns_min:
         bad.append("encrypt.connections %r, want >= %d" % (enc.get("connections"), a.conns_min))
+    if a.conns_from:
+        want = {}
+        for path in a.conns_from:
+            for e in events([path]):
+                if e.get("ev") == "write" and e.get("written", 0) > 0:
+                    k = (path, e["conn"])
+                    want[k] = want.get(k, 0) + e["written"]
+        rows = enc.get("conn_table", [])
+        got = {(r["file"], r["conn"]): r["bytes"] for r in rows}
+        bytes_col = [r["bytes"] for r in rows]
+        if got != want:
+            bad.append("encrypt.conn_table %s, the traces' writes per connection %s"
+                       % (sorted(got.items())[:4], sorted(want.items())[:4]))
+        elif bytes_col != sorted(bytes_col, reverse=True):
+            bad.append("encrypt.conn_table not sorted by bytes: %s" % bytes_col)
     if not bad:
         print("ok analyzer: encrypt impl %s, %s records, verdicts %s; decrypt records %s"
               % (enc.get("impl"), enc.get("records"), sorted(vids), d.get("records")))
@@ -161,6 +184,8 @@ def main():
     an.add_argument("--out-records", type=int)
     an.add_argument("--out-bytes", type=int)
     an.add_argument("--conns-min", type=int)
+    an.add_argument("--conns-from", nargs="+", help="traces: encrypt.conn_table must be their "
+                    "writes per connection, most bytes first")
     c = sub.add_parser("count")
     c.add_argument("traces", nargs="+")
     a = p.parse_args()
