@@ -1,6 +1,6 @@
 /* main.c: tlsmeter-analyze: options, reading every trace once, and the chosen output. */
-#include "reader.h"
-#include "report.h"
+#include "input/reader.h"
+#include "output/report.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,7 +22,7 @@ struct env {
     enum output output;
     bool compare, quiet, by_bytes;
     bool out; /* --direction out: --folded, --flamegraph and --chrome show the encrypting side */
-    const char *outfile, *flamegraph, *sysroot;
+    const char *outfile, *flamegraph, *sysroot, *perfetto;
     char **files_a, **files_b;
     int na, nb;
 };
@@ -42,6 +42,8 @@ static const char usage_text[] =
     "                     (in, default) or encrypted (out); text and --json show both\n"
     "  -s, --sysroot DIR  symbolize stacks from DIR/PATH (a copy of the device's files)\n"
     "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
+    "  -P, --perfetto FILE  also write the timeline as a Perfetto protobuf trace\n"
+    "                     (ui.perfetto.dev; streams, for traces too large for --chrome)\n"
     "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
     "      --vs           in --compare: the traces after it form group B\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
@@ -61,6 +63,7 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, 'j'},
     {"folded", no_argument, NULL, 'f'},
     {"chrome", no_argument, NULL, 'c'},
+    {"perfetto", required_argument, NULL, 'P'},
     {"compare", no_argument, NULL, 'C'},
     {"output", required_argument, NULL, 'o'},
     {"quiet", no_argument, NULL, 'q'},
@@ -78,7 +81,7 @@ static bool takes_value(const char *a)
 {
     static const char *const with_value[] = {"-o", "--output",   "-F", "--flamegraph",
                                              "-w", "--weight",   "-s", "--sysroot",
-                                             "-d", "--direction"};
+                                             "-P", "--perfetto", "-d", "--direction"};
     size_t i;
 
     for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
@@ -132,6 +135,9 @@ static int parse_opt(struct env *env, int c)
     case 's':
         env->sysroot = optarg;
         return 0;
+    case 'P':
+        env->perfetto = optarg;
+        return 0;
     case 'w':
         env->by_bytes = !strcmp(optarg, "bytes");
         return env->by_bytes || !strcmp(optarg, "ns") ? 0 : -1;
@@ -176,10 +182,11 @@ static int parse_args(struct env *env, int argc, char **argv)
 {
     int before_vs = operands_before_vs(argc, argv), c;
 
-    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:d:", long_opts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:d:", long_opts, NULL)) != -1)
         if (parse_opt(env, c))
             return -1;
-    if (optind >= argc || (env->flamegraph && env->output == OUT_CHROME))
+    if (optind >= argc || (env->flamegraph && env->output == OUT_CHROME) ||
+        (env->perfetto && (env->output == OUT_CHROME || env->compare)))
         return -1;
     return split_groups(env, argc - optind, argv + optind, before_vs);
 }
@@ -335,10 +342,24 @@ static int run_compare(const struct env *env, FILE *out, FILE *warn)
     return rb != EXIT_OK ? rb : rc ? EXIT_IO : EXIT_OK;
 }
 
+/* --perfetto FILE: the timeline written while reading, beside the report. */
+static int perfetto_done(struct perfetto *pf, FILE *f, const char *path)
+{
+    int rc = perfetto__close(pf);
+
+    if (fclose(f) || rc) {
+        fprintf(stderr, "tlsmeter-analyze: --perfetto %s: cannot write the file\n", path);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_single(const struct env *env, FILE *out, FILE *warn)
 {
     static struct model m;
     struct chrome *ch = NULL;
+    struct perfetto *pf = NULL;
+    FILE *pff = NULL;
     int rc, wrc = 0;
 
     model__init(&m);
@@ -347,8 +368,19 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
         ch = chrome__open(out);
         m.hook = chrome__event;
         m.hook_ctx = ch;
+    } else if (env->perfetto) {
+        if (!(pff = fopen(env->perfetto, "wb"))) {
+            fprintf(stderr, "tlsmeter-analyze: --perfetto %s: %s\n", env->perfetto,
+                    strerror(errno));
+            return EXIT_IO;
+        }
+        pf = perfetto__open(pff);
+        m.hook = perfetto__event;
+        m.hook_ctx = pf;
     }
     rc = read_group(&m, env->files_a, env->na, warn);
+    if (pf && perfetto_done(pf, pff, env->perfetto) && rc == EXIT_OK)
+        rc = EXIT_IO;
     if (ch)
         wrc = chrome__close(ch);
     else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)

@@ -1,0 +1,273 @@
+/* conn.c: connection ids, handshake timing, read and write events, per-connection totals. */
+#include "core/conn.h"
+#include "forward/blind.h"
+#include "base/clock.h"
+#include "trace/config.h"
+#include "base/json.h"
+#include "core/stack.h"
+#include "base/table.h"
+#include "trace/thread.h"
+#include "trace/trace.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+struct tlsm_conn_state {
+    uint32_t id;
+    bool opened; /* open event written */
+    struct tlsm_obj *lib;
+    uint64_t hs_first; /* ticks at the first handshake call */
+    uint64_t hs_ticks; /* time inside handshake calls */
+    /* Per direction (in: reads, out: writes): calls, bytes returned / written, records. */
+    struct {
+        uint64_t calls, bytes, recs, crypto_ns, preempt;
+    } tot[2];
+    bool ktls_asked; /* issue 7: kTLS receive probed once (blind.c) */
+};
+
+static struct tlsm_table conns;
+static _Atomic uint32_t next_conn = 1;
+static _Atomic uint64_t next_io[2] = {1, 1}; /* read ids, write ids */
+
+int tlsm_conn_init(void)
+{
+    return tlsm_table_init(&conns, "connections", 16384, sizeof(struct tlsm_conn_state));
+}
+
+static int64_t ns_since_t0(uint64_t ticks)
+{
+    return (int64_t)tlsm_ticks_to_ns(ticks - tlsm_trace_t0);
+}
+
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
+    if (cs && !cs->id) {
+        cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
+        cs->lib = lib;
+    }
+    sc->prev_conn = th->conn;
+    sc->prev_cs = th->conn_state;
+    sc->cs = cs;
+    th->conn = cs ? cs->id : 0;
+    th->conn_state = cs;
+}
+
+void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+{
+    tlsm_th.conn = sc->prev_conn;
+    tlsm_th.conn_state = sc->prev_cs;
+}
+
+uint32_t tlsm_conn_current(void)
+{
+    return tlsm_th.conn;
+}
+
+static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
+{
+    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    const char *proto = "", *suite = "";
+    int server = -1;
+    tlsm_th.guard++;
+    if (a && a->SSL_get_version)
+        proto = a->SSL_get_version(ssl);
+    if (a && a->SSL_get_current_cipher && a->SSL_CIPHER_get_name)
+        suite = a->SSL_CIPHER_get_name(a->SSL_get_current_cipher(ssl));
+    if (a && a->SSL_is_server)
+        server = a->SSL_is_server(ssl);
+    tlsm_th.guard--;
+    char line[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "conn");
+    tlsm_json_int(&j, "t", ns_since_t0(now));
+    tlsm_json_int(&j, "tid", tlsm_th.tid);
+    tlsm_json_int(&j, "conn", cs->id);
+    tlsm_json_str(&j, "phase", "open");
+    tlsm_json_str(&j, "role", server == 1 ? "server" : server == 0 ? "client" : "?");
+    tlsm_json_str(&j, "proto", proto ? proto : "");
+    tlsm_json_str(&j, "suite", suite ? suite : "");
+    tlsm_json_int(&j, "hs_ns", cs->hs_first ? (int64_t)tlsm_ticks_to_ns(now - cs->hs_first) : -1);
+    tlsm_json_int(&j, "hs_call_ns", (int64_t)tlsm_ticks_to_ns(cs->hs_ticks));
+    tlsm_json_int(&j, "lib", cs->lib ? cs->lib->lib_id : 0);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+static void maybe_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
+{
+    if (cs->opened || !tlsm_trace_ready())
+        return;
+    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    if (!a || !a->SSL_is_init_finished || !a->SSL_is_init_finished(ssl))
+        return;
+    cs->opened = true;
+    write_open(cs, ssl, now);
+}
+
+void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
+                              int ret)
+{
+    struct tlsm_conn_state *cs = sc->cs;
+    if (!cs)
+        return;
+    if (!cs->hs_first)
+        cs->hs_first = t0;
+    cs->hs_ticks += t1 - t0;
+    if (ret == 1)
+        maybe_open(cs, ssl, t1);
+}
+
+/* A handshake driven by SSL_write or SSL_read (no SSL_connect/SSL_accept call, as in
+ * openssl s_client): count the call as handshake time until the handshake is done. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1)
+{
+    struct tlsm_conn_state *cs = sc->cs;
+    if (!cs || cs->opened)
+        return;
+    if (!cs->hs_first)
+        cs->hs_first = t0;
+    cs->hs_ticks += t1 - t0;
+    maybe_open(cs, ssl, t1);
+}
+
+void tlsm_io_begin(enum tlsm_dir dir)
+{
+    struct tlsm_io_tally *io = &tlsm_th.io[dir];
+    io->active = true;
+    io->id = atomic_fetch_add_explicit(&next_io[dir], 1, memory_order_relaxed);
+    io->recs = 0;
+    io->preempt = 0;
+    io->crypto_ns = 0;
+}
+
+void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_io_tally *io = &th->io[dir];
+    if (io->active) {
+        io->recs++;
+        io->preempt += preempted;
+        io->crypto_ns += crypto_ns;
+    } else if (th->conn_state) {
+        /* Records outside a call of their direction (handshake, a key update answered
+         * inside a read) count for the connection directly. */
+        th->conn_state->tot[dir].recs++;
+        th->conn_state->tot[dir].preempt += preempted;
+        th->conn_state->tot[dir].crypto_ns += crypto_ns;
+    }
+}
+
+/* The event of each direction and its two size keys, as written by TLSM_KEY (docs/
+ * trace-format.md). */
+#define IO_KEY(k)                                                                                  \
+    {                                                                                              \
+        TLSM_KEY(k)                                                                                \
+    }
+static const struct {
+    const char *ev;
+    struct {
+        const char *k;
+        size_t n;
+    } want, got;
+} io_keys[2] = {{"read", IO_KEY("want"), IO_KEY("got")},
+                {"write", IO_KEY("asked"), IO_KEY("written")}};
+
+static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                     int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_io_tally *io = &th->io[dir];
+    char line[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), io_keys[dir].ev);
+    tlsm_json_int(&j, "t", ns_since_t0(t0));
+    tlsm_json_int(&j, "tid", th->tid);
+    tlsm_json_int(&j, "conn", cs ? cs->id : 0);
+    tlsm_json_int(&j, "id", (int64_t)io->id);
+    tlsm_json_safe(&j, "fn", fn);
+    tlsm_json_int_k(&j, io_keys[dir].want.k, io_keys[dir].want.n, want);
+    tlsm_json_int_k(&j, io_keys[dir].got.k, io_keys[dir].got.n, got);
+    if (got <= 0 && cs && cs->lib && cs->lib->api.SSL_get_error) {
+        th->guard++;
+        tlsm_json_int(&j, "err", cs->lib->api.SSL_get_error(ssl, ret));
+        th->guard--;
+    }
+    tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
+    tlsm_json_int(&j, "recs", io->recs);
+    tlsm_json_int(&j, "crypto_ns", (int64_t)io->crypto_ns);
+    if (io->preempt)
+        tlsm_json_int(&j, "preempt", io->preempt);
+    /* Reads and writes are both call-site samples (a write's site differs from a read's). */
+    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
+    if (stack)
+        tlsm_json_int(&j, "stack", stack);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_io_tally *io = &th->io[dir];
+    struct tlsm_conn_state *cs = sc->cs;
+    io->active = false;
+    if (cs) {
+        cs->tot[dir].calls++;
+        /* A peek's bytes are returned again by a later read: count them once. */
+        if (strncmp(fn, "SSL_peek", 8))
+            cs->tot[dir].bytes += got > 0 ? (uint64_t)got : 0;
+        cs->tot[dir].recs += io->recs;
+        cs->tot[dir].crypto_ns += io->crypto_ns;
+        cs->tot[dir].preempt += io->preempt;
+        tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
+        /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
+         * decrypts for this connection (kTLS receive makes no EVP call). */
+        if (dir == TLSM_DIR_IN && got > 0 && !io->recs && !cs->ktls_asked) {
+            cs->ktls_asked = true;
+            tlsm_blind_ktls(cs->lib, ssl, cs->id);
+        }
+    }
+    bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
+    if (want_ev && tlsm_trace_ready())
+        write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
+}
+
+void tlsm_conn_free(const SSL *ssl)
+{
+    struct tlsm_conn_state *cs = ssl ? tlsm_table_get(&conns, ssl) : NULL;
+    if (!cs)
+        return;
+    if (cs->id && tlsm_trace_ready()) {
+        char line[512];
+        struct tlsm_json j;
+        tlsm_json_begin(&j, line, sizeof(line), "conn");
+        tlsm_json_int(&j, "t", ns_since_t0(tlsm_now()));
+        tlsm_json_int(&j, "tid", tlsm_th.tid);
+        tlsm_json_int(&j, "conn", cs->id);
+        tlsm_json_str(&j, "phase", "close");
+        tlsm_json_int(&j, "reads", (int64_t)cs->tot[TLSM_DIR_IN].calls);
+        tlsm_json_int(&j, "got", (int64_t)cs->tot[TLSM_DIR_IN].bytes);
+        tlsm_json_int(&j, "recs", (int64_t)cs->tot[TLSM_DIR_IN].recs);
+        tlsm_json_int(&j, "crypto_ns", (int64_t)cs->tot[TLSM_DIR_IN].crypto_ns);
+        if (cs->tot[TLSM_DIR_IN].preempt)
+            tlsm_json_int(&j, "preempt", (int64_t)cs->tot[TLSM_DIR_IN].preempt);
+        /* The same totals of the sending side (docs/trace-format.md). */
+        tlsm_json_int(&j, "writes", (int64_t)cs->tot[TLSM_DIR_OUT].calls);
+        tlsm_json_int(&j, "wbytes", (int64_t)cs->tot[TLSM_DIR_OUT].bytes);
+        tlsm_json_int(&j, "wrecs", (int64_t)cs->tot[TLSM_DIR_OUT].recs);
+        tlsm_json_int(&j, "wcrypto_ns", (int64_t)cs->tot[TLSM_DIR_OUT].crypto_ns);
+        if (cs->tot[TLSM_DIR_OUT].preempt)
+            tlsm_json_int(&j, "wpreempt", (int64_t)cs->tot[TLSM_DIR_OUT].preempt);
+        size_t n = tlsm_json_end(&j, line);
+        if (n)
+            tlsm_trace_line(line, n);
+    }
+    tlsm_table_del(&conns, ssl);
+}

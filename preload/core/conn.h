@@ -1,0 +1,45 @@
+/* conn.h: connections (one per SSL*) and the reads and writes made on them. */
+#ifndef TLSM_CONN_H
+#define TLSM_CONN_H
+
+#include "core/recsm.h"
+#include "forward/obj.h"
+
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_conn_state;
+
+/* Saved and restored around a hook so nested SSL_* calls keep the outer context. */
+struct tlsm_conn_scope {
+    uint32_t prev_conn;
+    struct tlsm_conn_state *prev_cs;
+    struct tlsm_conn_state *cs;
+};
+
+int tlsm_conn_init(void);
+/* Enter/leave an SSL_* hook on ssl (sets this thread's current connection). */
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+void tlsm_conn_leave(struct tlsm_conn_scope *sc);
+uint32_t tlsm_conn_current(void);
+/* A handshake call returned: time it; on success write the open event. */
+void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
+                              int ret);
+/* An SSL_write/SSL_read call returned before the handshake was seen complete. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1);
+/* A read (dir in) or write (dir out) is starting / has returned: one code for both, the
+ * event kind and its key names come from the direction (read: want/got, write:
+ * asked/written). */
+void tlsm_io_begin(enum tlsm_dir dir);
+void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1);
+/* A record of direction dir finished on this thread: count it for the current call of its
+ * direction and the connection (crypto_ns as in its rec event; preempted: it carries a
+ * `preempt` flag). */
+void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted);
+/* SSL_free: write the close event, forget the connection. */
+void tlsm_conn_free(const SSL *ssl);
+
+#endif
