@@ -223,3 +223,22 @@ for frag in "-max_send_frag 4096:4096" "-split_send_frag 2048 -max_pipelines 4:2
     tls_check "enc-upload s_client $opts: records of <= $max B cover the writes" \
         "${CHECK[@]}" records "$TRACE" --max-pt "$max" --min-recs $((4 * 1024 * 1024 / max))
 done
+
+# --- stacks for writes: --direction out weights the folded stacks by the sealed records -----
+p=$d/stacks
+TLS_ENV=(TLSMETER_STACKS=10)
+upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl"
+TLS_ENV=()
+if hash_ok "enc-upload stacks" "$d/mid.bin" "$p" && one_trace "enc-upload stacks" "$p"; then
+    "$ANALYZE" --direction out --folded "$TRACE" >"$p.out.folded" 2>/dev/null
+    "$ANALYZE" --folded "$TRACE" >"$p.in.folded" 2>/dev/null
+    wo=$(awk '{s += $NF} END {print s + 0}' "$p.out.folded")
+    wi=$(awk '{s += $NF} END {print s + 0}' "$p.in.folded")
+    want=$("$TLSM_PY" -c 'import json, sys
+print(sum(e["crypto_ns"] for e in map(json.loads, open(sys.argv[1])) if e.get("ev") == "rec" and e.get("dir") == "out"))' "$TRACE")
+    if grep -q '"ev":"stack"' "$TRACE" && [ "$wo" -gt "$wi" ] && [ "$wo" = "$want" ]; then
+        pass "enc-upload stacks: --direction out --folded weighs the sealed records ($wo ns = their crypto_ns; decrypt side $wi ns)"
+    else
+        fail "enc-upload stacks: folded weights out $wo, in $wi, sealed records' crypto_ns $want (stack events: $(grep -c '"ev":"stack"' "$TRACE"))"
+    fi
+fi
