@@ -180,7 +180,9 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     uint32_t conn = th->conn ? th->conn : st->conn;
     if (conn)
         st->conn = conn;
-    if (!th->ssl_depth) /* its read bypassed the SSL_* hooks? (blind_calls.c) */
+    /* Its read bypassed the SSL_* hooks? (blind_calls.c). Not for a sealed record: libssl
+     * seals outside reads and writes too (the close_notify of SSL_shutdown, not hooked). */
+    if (!th->ssl_depth && c->dir == TLSM_DIR_IN)
         tlsm_blind_orphan_record(tlsm_now());
     tlsm_conn_add_record((enum tlsm_dir)c->dir, sp.cpu_ns, sp.preempt > 0);
     if (tlsm_rec_obs.record_end)
