@@ -44,6 +44,7 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 PORT=$(sed -n 's/^port=//p' "$d/server.port")
+TLS_PORT=$PORT # for tls_mode_ok's probe
 if [ -z "$PORT" ]; then
     fail "enc-upload: hashserver did not start: $(head -c 300 "$d/server.err")"
     exit 0
