@@ -310,6 +310,34 @@ static void recorded_frag(const char *dir, const char *name, int tls, int gcm)
     check(sent == 40001 && got == 40001 && fits && nrec >= 10, what, d);
 }
 
+/* NAME-keyupdate recordings: a TLS 1.3 KeyUpdate each way (handshake type, 4-byte header + 1
+ * byte: 5 plaintext bytes) between two "hello" lines; both sides re-key a context in
+ * flight (Init with the cipher again on the same context) and keep every record. */
+static void recorded_keyupdate(const char *dir, const char *name)
+{
+    static struct rec cin[256], cout[256], sin_[256], sout[256];
+    char what[96];
+    struct replay rc, rs;
+    reset_sink();
+    int nc = replay(dir, name, "client", &rc), from_s = n_recs;
+    int ns = replay(dir, name, "server", &rs);
+    if (nc < 0 || ns < 0)
+        return;
+    snprintf(what, sizeof(what), "%s client", name);
+    per_record(what, 0, nc, TLSM_TLS13, 1, &rc, rc.ends);
+    snprintf(what, sizeof(what), "%s server", name);
+    per_record(what, from_s, ns, TLSM_TLS13, 1, &rs, rs.ends);
+    int a = pick(0, nc, TLSM_DIR_IN, cin), b = pick(0, nc, TLSM_DIR_OUT, cout);
+    int c = pick(from_s, ns, TLSM_DIR_IN, sin_), d = pick(from_s, ns, TLSM_DIR_OUT, sout);
+    snprintf(what, sizeof(what), "%s client-to-server", name);
+    same_stream(what, cout, b, sin_, c);
+    snprintf(what, sizeof(what), "%s server-to-client", name);
+    same_stream(what, sout, d, cin, a);
+    snprintf(what, sizeof(what), "%s KeyUpdate both ways", name);
+    check(has(cout, b, 22, 5) && has(sin_, c, 22, 5) && has(sout, d, 22, 5) && has(cin, a, 22, 5),
+          what, "a 5-byte handshake record sealed and opened in each direction");
+}
+
 /* Hand-written sequences: the machine's own calls, as libssl would make them. */
 static struct hctx A, B;
 
@@ -454,6 +482,7 @@ int main(int argc, char **argv)
     recorded(dir, "tls13-chacha20", TLSM_TLS13, 0);
     recorded_frag(dir, "tls13-aes256gcm-frag", TLSM_TLS13, 1);
     recorded_frag(dir, "tls12-chacha20-frag", TLSM_TLS12, 0);
+    recorded_keyupdate(dir, "tls13-aes128gcm-keyupdate");
     write_inside_read();
     failed_tag();
     reuse_after_reset();

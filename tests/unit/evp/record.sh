@@ -3,7 +3,9 @@
 # OpenSSL (an openssl s_server -rev and s_client exchange on 127.0.0.1, each under the
 # test-only recorder tests/unit/evprec.c). NAME-frag entries: the client writes a 40001-byte
 # line with -max_send_frag 4096 (one SSL_write split into records of <= 4096 B), the server
-# echoes it reversed. Run by hand when OpenSSL's sequences change:
+# echoes it reversed. NAME-keyupdate: between two lines the client's "K" command sends a
+# TLS 1.3 KeyUpdate asking for one back: the server answers with its own before its next
+# record, and each side re-keys a context mid-connection in both directions. Run by hand when OpenSSL's sequences change:
 #   tests/unit/evp/record.sh [OUTDIR]   (default: this folder)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,7 +13,13 @@ out=${1:-$here}
 tmp=$(mktemp -d)
 trap 'kill "$srv" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 srv=
-payload() { case $1 in *-frag) head -c 40000 /dev/zero | tr '\0' a; echo ;; *) printf 'hello\n' ;; esac; }
+payload() {
+    case $1 in
+    *-frag) head -c 40000 /dev/zero | tr '\0' a; echo ;;
+    *-keyupdate) printf 'hello\n'; sleep 0.3; printf 'K\n'; sleep 0.3; printf 'hello\n' ;;
+    *) printf 'hello\n' ;;
+    esac
+}
 cliopts() { case $1 in *-frag) echo "-max_send_frag 4096" ;; esac; }
 cc -std=gnu11 -O2 -Wall -Wextra -shared -fPIC -o "$tmp/evprec.so" "$here/../evprec.c" -ldl -lcrypto
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
@@ -43,4 +51,5 @@ tls13-aes128gcm -tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256
 tls13-chacha20 -tls1_3 -ciphersuites TLS_CHACHA20_POLY1305_SHA256
 tls13-aes256gcm-frag -tls1_3 -ciphersuites TLS_AES_256_GCM_SHA384
 tls12-chacha20-frag -tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305
+tls13-aes128gcm-keyupdate -tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256
 LIST
