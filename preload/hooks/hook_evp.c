@@ -71,8 +71,9 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     if (type == EVP_CTRL_AEAD_TLS1_AAD)
         tlsm_rec_on_ctrl(st, type, arg, ptr, tlsm_now());
-    int tag_ret;
-    if (tlsm_reroute_tag(st, type, arg, ptr, &tag_ret)) /* a rerouted seal's tag */
+    int tag_ret; /* a rerouted seal's tag (TLS 1.3 GET_TAG after Final): the backend's */
+    if (type == EVP_CTRL_AEAD_GET_TAG && st->routed &&
+        tlsm_reroute_tag(st, type, arg, ptr, &tag_ret))
         return tag_ret;
     tlsm_th.evp_depth++;
     int ret = TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
