@@ -23,6 +23,7 @@ tls_init "$d"
 tls_need_preload enc-upload
 CHECK=("$TLSM_PY" "$TLSM_TOOLS/enccheck.py")
 ANALYZE=${TLSM_ANALYZE:-$O/tlsmeter-analyze}
+analyze() { run_target "$ANALYZE" "$@"; } # under qemu the analyzer is a target program too
 MASK="~0x200020200000000:~0x0"
 under_qemu && MASK= # the mask is x86's; aarch64's table path is checked by aarch64-impl
 
@@ -110,7 +111,7 @@ if hash_ok "enc-upload $UP 32 MiB" "$d/big.bin" "$p.plain" &&
     pass "enc-upload $UP $((BIG >> 20)) MiB: the server's sha256 is the file's, traced and not"
     tls_check "enc-upload $UP records dir out cover the writes" "${CHECK[@]}" records "$TRACE" \
         --body "$BIG" --min-recs "$MINRECS" --tls 1.3
-    "$ANALYZE" --json "$TRACE" >"$p.json" 2>"$p.an.err"
+    analyze --json "$TRACE" >"$p.json" 2>"$p.an.err"
     read -r inr inb outr outb _ < <("${CHECK[@]}" count "$TRACE" | tr ' ' '\n' | cut -d= -f2 |
         tr '\n' ' ')
     tls_check "enc-upload analyzer: decrypt figures are the dir-in records ($inr) and reads, encrypt the dir-out ($outr)" \
@@ -125,7 +126,7 @@ if [ -n "$MASK" ]; then
     upload "$UP" "$d/big.bin" "$p" "$p.trace.%p.jsonl"
     TLS_ENV=()
     if hash_ok "enc-upload masked" "$d/big.bin" "$p" && one_trace "enc-upload masked" "$p"; then
-        "$ANALYZE" --json "$TRACE" >"$p.json" 2>"$p.an.err"
+        analyze --json "$TRACE" >"$p.json" 2>"$p.an.err"
         tls_check "enc-upload masked: encrypt class table, software-aes names encryption" \
             "${CHECK[@]}" analyzer "$p.json" --impl table --verdict software-aes
     fi
@@ -135,7 +136,7 @@ if [ -n "$MASK" ]; then
         upload "$UP" "$d/big.bin" "$p" "$p.trace.%p.jsonl"
         TLS_ENV=()
         if hash_ok "enc-upload masked + hw" "$d/big.bin" "$p" && one_trace "enc-upload maskedhw" "$p"; then
-            "$ANALYZE" --json "$TRACE" >"$p.json" 2>"$p.an.err"
+            analyze --json "$TRACE" >"$p.json" 2>"$p.an.err"
             tls_check "enc-upload masked + hw: same hash, sealed on the hw backend (class hardware, no software-aes)" \
                 "${CHECK[@]}" analyzer "$p.json" --impl hardware --no-verdict software-aes
             tls_check "enc-upload masked + hw: every out record on path hw" "${CHECK[@]}" records \
@@ -146,36 +147,6 @@ if [ -n "$MASK" ]; then
     fi
 else
     skip "enc-upload masked: no x86 capability mask under qemu (aarch64-impl covers the classes)"
-fi
-
-# --- TLSMETER_VERIFY: no mismatch; the corruption switch caught ---------------------------
-if tls_mode_ok hw; then
-    p=$d/verify
-    TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=1)
-    upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl"
-    TLS_ENV=()
-    if hash_ok "enc-upload verify" "$d/mid.bin" "$p" && one_trace "enc-upload verify" "$p"; then
-        tls_check "enc-upload TLSMETER_VERIFY=1: every sealed record the same both ways" \
-            "${CHECK[@]}" records "$TRACE" --verify same --path hw --min-recs 200
-    fi
-    p=$d/corrupt
-    TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=1 TLSMETER_TEST_CORRUPT=1)
-    upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl"
-    TLS_ENV=()
-    if hash_ok "enc-upload corrupt (the native record must be the one sent)" "$d/mid.bin" "$p" &&
-        one_trace "enc-upload corrupt" "$p"; then
-        # One warning per process, for whichever record came first (a decrypted one may).
-        if [ "$(tls_notes "$p.err")" != 1 ] || ! grep -q 'TLSMETER_VERIFY:.* record differently' "$p.err"; then
-            fail "enc-upload corrupt: want one TLSMETER_VERIFY warning, got: $(grep '^tlsmeter:' "$p.err" | head -c 300)"
-        elif ! grep -q '"out":{"routed":[1-9][0-9]*,"verified":[1-9][0-9]*,"mismatches":[1-9]' "$TRACE"; then
-            fail "enc-upload corrupt: end.reroute.out counts no encrypt mismatch: $(grep -o '"reroute":{[^}]*}[^}]*}' "$TRACE")"
-        else
-            tls_check "enc-upload TLSMETER_TEST_CORRUPT=1: every sealed record a mismatch, caught" \
-                "${CHECK[@]}" records "$TRACE" --verify mismatch --path hw --min-recs 200
-        fi
-    fi
-else
-    skip "enc-upload verify: $TLS_MODE_SKIP"
 fi
 
 # --- clients x suites ----------------------------------------------------------------------
@@ -195,6 +166,48 @@ suite_args() { # KIND PROTO SUITE: the client's options for them
     sclient.1.2) echo "-tls1_2 -cipher $3" ;;
     esac
 }
+# --- TLSMETER_VERIFY: no mismatch; the corruption switch caught ---------------------------
+# TLS 1.3 AES-GCM, TLS 1.2 AES-GCM (its nonce counter: the native context must follow the
+# shadow's, or every verified record would differ) and TLS 1.2 ChaCha20.
+VCONFIGS=(
+    "1.3 TLS_AES_256_GCM_SHA384"
+    "1.2 ECDHE-RSA-AES128-GCM-SHA256"
+    "1.2 ECDHE-RSA-CHACHA20-POLY1305"
+)
+for s in "${VCONFIGS[@]}"; do
+    if ! tls_mode_ok hw; then
+        skip "enc-upload verify: $TLS_MODE_SKIP"
+        break
+    fi
+    read -r proto suite <<<"$s"
+    # shellcheck disable=SC2207
+    sargs=($(suite_args "$UP" "$proto" "$suite"))
+    p=$d/verify.$suite
+    TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=1)
+    upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl" "${sargs[@]}"
+    TLS_ENV=()
+    if hash_ok "enc-upload verify $suite" "$d/mid.bin" "$p" && one_trace "enc-upload verify" "$p"; then
+        tls_check "enc-upload TLSMETER_VERIFY=1 TLS $proto $suite: every sealed record the same both ways" \
+            "${CHECK[@]}" records "$TRACE" --verify same --path hw --min-recs 200 --tls "$proto"
+    fi
+    p=$d/corrupt.$suite
+    TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=1 TLSMETER_TEST_CORRUPT=1)
+    upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl" "${sargs[@]}"
+    TLS_ENV=()
+    if hash_ok "enc-upload corrupt $suite (the native record must be the one sent)" "$d/mid.bin" "$p" &&
+        one_trace "enc-upload corrupt" "$p"; then
+        # One warning per process, for whichever record came first (a decrypted one may).
+        if [ "$(tls_notes "$p.err")" != 1 ] || ! grep -q 'TLSMETER_VERIFY:.* record differently' "$p.err"; then
+            fail "enc-upload corrupt $suite: want one TLSMETER_VERIFY warning, got: $(grep '^tlsmeter:' "$p.err" | head -c 300)"
+        elif ! grep -q '"out":{"routed":[1-9][0-9]*,"verified":[1-9][0-9]*,"mismatches":[1-9]' "$TRACE"; then
+            fail "enc-upload corrupt $suite: end.reroute.out counts no encrypt mismatch: $(grep -o '"reroute":{[^}]*}[^}]*}' "$TRACE")"
+        else
+            tls_check "enc-upload TLSMETER_TEST_CORRUPT=1 TLS $proto $suite: every sealed record a mismatch, caught, the native one sent" \
+                "${CHECK[@]}" records "$TRACE" --verify mismatch --path hw --min-recs 200
+        fi
+    fi
+done
+
 for c in curl py sclient; do
     if ! tls_client_ok "$c"; then
         skip "enc-upload $c: $TLS_CLIENT_SKIP"
@@ -231,8 +244,8 @@ TLS_ENV=(TLSMETER_STACKS=10)
 upload "$UP" "$d/mid.bin" "$p" "$p.trace.%p.jsonl"
 TLS_ENV=()
 if hash_ok "enc-upload stacks" "$d/mid.bin" "$p" && one_trace "enc-upload stacks" "$p"; then
-    "$ANALYZE" --direction out --folded "$TRACE" >"$p.out.folded" 2>/dev/null
-    "$ANALYZE" --folded "$TRACE" >"$p.in.folded" 2>/dev/null
+    analyze --direction out --folded "$TRACE" >"$p.out.folded" 2>/dev/null
+    analyze --folded "$TRACE" >"$p.in.folded" 2>/dev/null
     wo=$(awk '{s += $NF} END {print s + 0}' "$p.out.folded")
     wi=$(awk '{s += $NF} END {print s + 0}' "$p.in.folded")
     want=$("$TLSM_PY" -c 'import json, sys
