@@ -325,17 +325,19 @@ int model__event(struct model *m, struct trace *t, const struct event *e, char *
 {
     int rc = 0;
     struct event tmp;
+    const struct event *f = e;
 
-    if (!this_dir(m, e))
-        return 0;
-    if (m->out && e->kind != EV_CONN)
-        e = as_in(e, &tmp);
-    if (e->kind == EV_REC)
-        rc = feed_rec(m, t, e, err, errlen);
-    else if (e->kind == EV_READ)
-        rc = feed_read(m, t, e, err, errlen);
-    else if (e->kind == EV_CONN)
-        feed_conn(m, t, e);
+    if (this_dir(m, e)) {
+        if (m->out && e->kind != EV_CONN)
+            f = as_in(e, &tmp);
+        if (f->kind == EV_REC)
+            rc = feed_rec(m, t, f, err, errlen);
+        else if (f->kind == EV_READ)
+            rc = feed_read(m, t, f, err, errlen);
+        else if (f->kind == EV_CONN)
+            feed_conn(m, t, f);
+    }
+    /* A timeline (--chrome, --perfetto) shows both directions, each event as written. */
     if (!rc && m->hook && e->kind != EV_CONN)
         m->hook(m->hook_ctx, m, t, e);
     return rc;
