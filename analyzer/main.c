@@ -276,7 +276,7 @@ static int write_single(const struct env *env, struct model *m, FILE *out, FILE 
     static struct summary s, so;
     static struct model mo;
     bool enc = false;
-    struct profile p;
+    struct profile p, po;
     int rc = 0;
 
     if (!any_header(m))
@@ -296,14 +296,20 @@ static int write_single(const struct env *env, struct model *m, FILE *out, FILE 
         if (!m->out && m->other_dir)
             enc = read_encrypt(&mo, &so, env->files_a, env->na) == EXIT_OK;
         s.enc = enc ? &so : NULL;
+        if (enc) { /* who is encrypting: the write stacks, symbolized as the read ones */
+            profile__build(&po, &mo, env->sysroot, true, NULL);
+            so.prof = &po;
+        }
         if (env->output == OUT_JSON)
             rc |= report_json(out, &s);
         else
             report_text(out, &s);
     }
     profile__free(&p);
-    if (enc)
+    if (enc) {
+        profile__free(&po);
         model__free(&mo);
+    }
     return rc;
 }
 

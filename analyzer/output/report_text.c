@@ -282,6 +282,8 @@ static void encryption(FILE *out, const struct summary *e)
     records(out, e);
     crypto(out, e);
     implementation(out, e);
+    if (e->prof && e->prof->any_stacks)
+        report_callers(out, e->prof);
     report_conns(out, e);
     verdicts(out, e);
 }
