@@ -5,8 +5,9 @@
 #   dir "out" carry exactly the bytes the write events wrote (head + body), each record inside
 #   its write; the analyzer's decrypt figures are exactly the dir-in records and reads (the
 #   upload does not swell them), its "encrypt" object exactly the dir-out ones.
-# - AES masked to the table code (OPENSSL_ia32cap): encrypt class "table" and a software-aes
-#   verdict naming encryption; masked + TLSMETER_CRYPTO=hw: same hash, records on path hw.
+# - AES masked to the table code (OPENSSL_ia32cap, with TLSMETER_CALIBRATE=1): encrypt class
+#   "table" and a software-aes verdict naming encryption with an expected gain; masked +
+#   TLSMETER_CRYPTO=hw: same hash, records on path hw.
 # - TLSMETER_VERIFY=1 (hw): every sealed record "verify":"same", no mismatch; with the test-only
 #   TLSMETER_TEST_CORRUPT=1 every one a mismatch, one warning, and the hash still right (the
 #   native record is the one sent).
@@ -123,13 +124,13 @@ fi
 # --- masked to table AES, then masked + hw ------------------------------------------------
 if [ -n "$MASK" ]; then
     p=$d/masked
-    TLS_ENV=("$MASK")
+    TLS_ENV=("$MASK" TLSMETER_CALIBRATE=1) # calibration: the hardware reference for the gain
     upload "$UP" "$d/big.bin" "$p" "$p.trace.%p.jsonl"
     TLS_ENV=()
     if hash_ok "enc-upload masked" "$d/big.bin" "$p" && one_trace "enc-upload masked" "$p"; then
         analyze --json "$TRACE" >"$p.json" 2>"$p.an.err"
-        tls_check "enc-upload masked: encrypt class table, software-aes names encryption" \
-            "${CHECK[@]}" analyzer "$p.json" --impl table --verdict software-aes
+        tls_check "enc-upload masked: encrypt class table, software-aes names encryption with its expected gain" \
+            "${CHECK[@]}" analyzer "$p.json" --impl table --verdict software-aes --gain
     fi
     if tls_mode_ok hw; then
         p=$d/maskedhw
