@@ -221,22 +221,26 @@ for c in curl py sclient; do
         p=$d/m.$c.$suite
         # shellcheck disable=SC2046
         upload "$c" "$d/mid.bin" "$p" "$p.trace.%p.jsonl" $(suite_args "$c" "$proto" "$suite")
-        hash_ok "$name" "$d/mid.bin" "$p" && one_trace "$name" "$p" || continue
-        want=(--cipher "$cipher")
-        [ "$c.$proto" = py.1.3 ] && want=() # Python's TLS 1.3 suite is OpenSSL's default choice
+        if ! hash_ok "$name" "$d/mid.bin" "$p" || ! one_trace "$name" "$p"; then
+            continue
+        fi
+        cwant=(--cipher "$cipher")
+        [ "$c.$proto" = py.1.3 ] && cwant=() # Python's TLS 1.3 suite is OpenSSL's default choice
         tls_check "$name: records cover the writes" "${CHECK[@]}" records "$TRACE" \
-            --tls "$proto" "${want[@]}" --min-recs 256
+            --tls "$proto" "${cwant[@]}" --min-recs 256
     done
 done
 
 # --- record splitting: max_send_fragment, split_send_fragment with pipelines ---------------
 for frag in "-max_send_frag 4096:4096" "-split_send_frag 2048 -max_pipelines 4:2048"; do
-    opts=${frag%:*} max=${frag##*:}
+    fopts=${frag%:*} max=${frag##*:}
     p=$d/frag.$max
-    # shellcheck disable=SC2086
-    upload sclient "$d/mid.bin" "$p" "$p.trace.%p.jsonl" $opts
-    hash_ok "enc-upload s_client $opts" "$d/mid.bin" "$p" && one_trace "enc-upload frag" "$p" || continue
-    tls_check "enc-upload s_client $opts: records of <= $max B cover the writes" \
+    # shellcheck disable=SC2086 # the options are words
+    upload sclient "$d/mid.bin" "$p" "$p.trace.%p.jsonl" $fopts
+    if ! hash_ok "enc-upload s_client $fopts" "$d/mid.bin" "$p" || ! one_trace "enc-upload frag" "$p"; then
+        continue
+    fi
+    tls_check "enc-upload s_client $fopts: records of <= $max B cover the writes" \
         "${CHECK[@]}" records "$TRACE" --max-pt "$max" --min-recs $((4 * 1024 * 1024 / max))
 done
 
@@ -250,11 +254,28 @@ if hash_ok "enc-upload stacks" "$d/mid.bin" "$p" && one_trace "enc-upload stacks
     analyze --folded "$TRACE" >"$p.in.folded" 2>/dev/null
     wo=$(awk '{s += $NF} END {print s + 0}' "$p.out.folded")
     wi=$(awk '{s += $NF} END {print s + 0}' "$p.in.folded")
-    want=$("$TLSM_PY" -c 'import json, sys
+    wantns=$("$TLSM_PY" -c 'import json, sys
 print(sum(e["crypto_ns"] for e in map(json.loads, open(sys.argv[1])) if e.get("ev") == "rec" and e.get("dir") == "out"))' "$TRACE")
-    if grep -q '"ev":"stack"' "$TRACE" && [ "$wo" -gt "$wi" ] && [ "$wo" = "$want" ]; then
+    if grep -q '"ev":"stack"' "$TRACE" && [ "$wo" -gt "$wi" ] && [ "$wo" = "$wantns" ]; then
         pass "enc-upload stacks: --direction out --folded weighs the sealed records ($wo ns = their crypto_ns; decrypt side $wi ns)"
     else
-        fail "enc-upload stacks: folded weights out $wo, in $wi, sealed records' crypto_ns $want (stack events: $(grep -c '"ev":"stack"' "$TRACE"))"
+        fail "enc-upload stacks: folded weights out $wo, in $wi, sealed records' crypto_ns $wantns (stack events: $(grep -c '"ev":"stack"' "$TRACE"))"
+    fi
+fi
+
+# --- tlsmeter ab on an upload: the table has the encrypting side, hw sealing faster ---------
+if [ "$UP" != curl ] || [ -z "${MASK#OPENSSL_armcap=0}" ] || [ -n "${TLSM_SAN:-}" ] || ! tls_mode_ok hw; then
+    skip "enc-upload tlsmeter ab: needs curl, hw and the preload alone (not under SAN or qemu)"
+else
+    p=$d/ab
+    env "$MASK" "$TLSM_TOP/scripts/tlsmeter-ab" -o "$p" --modes native,hw --lib "$TLSM_PRELOAD" \
+        --analyzer "$ANALYZE" -- curl -sS --cacert "$TLS_CERT" --data-binary "@$d/mid.bin" \
+        "https://127.0.0.1:$PORT/" >"$p.out" 2>"$p.err"
+    if grep -q '^encrypt path  *native  *hw$' "$p.out" && grep -q '^encrypt impl  *table  *hardware$' "$p.out" &&
+        grep -q '^encrypt vs native  *1x  *[0-9.]*x faster$' "$p.out" &&
+        grep -q '^encryption (records sent)' "$p.out" && grep -q '^stdout sha256 .* same$' "$p.out"; then
+        pass "enc-upload tlsmeter ab (masked): encrypt rows native -> hw, table -> hardware, $(sed -n 's/^encrypt vs native  *1x  *//p' "$p.out"); --compare has the encryption part"
+    else
+        fail "enc-upload tlsmeter ab: no encrypt rows as expected: $(grep -i 'encrypt\|sha256' "$p.out" | head -n 6 | tr '\n' '|') $(head -c 200 "$p.err")"
     fi
 fi
