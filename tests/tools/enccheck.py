@@ -127,9 +127,9 @@ def check_analyzer(a, bad):
         elif "encrypt" not in v.get("text", ""):
             bad.append("encrypt verdict %s does not name the encrypt side: %s" % (a.verdict,
                                                                                 v.get("text")))
-        elif a.gain and not v.get("evidence", {}).get("expected_gain", 0) > 1:
-            bad.append("encrypt verdict %s gives no expected gain: %s" % (a.verdict,
-                                                                         v.get("text")))
+        elif a.gain is not None and not v.get("evidence", {}).get("expected_gain", -1) > a.gain:
+            bad.append("encrypt verdict %s gives no expected gain above %g: %s"
+                       % (a.verdict, a.gain, v.get("text")))
     if a.no_verdict and a.no_verdict in vids:
         bad.append("encrypt.verdicts has %s: %s" % (a.no_verdict, vids[a.no_verdict]["text"]))
     if a.in_records is not None and d.get("records") != a.in_records:
@@ -182,7 +182,7 @@ def main():
     an.add_argument("--impl")
     an.add_argument("--verdict")
     an.add_argument("--no-verdict")
-    an.add_argument("--gain", action="store_true", help="the --verdict has an expected_gain > 1")
+    an.add_argument("--gain", type=float, help="the --verdict has an expected_gain > GAIN")
     an.add_argument("--in-records", type=int)
     an.add_argument("--in-bytes", type=int)
     an.add_argument("--out-records", type=int)
