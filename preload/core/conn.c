@@ -81,7 +81,7 @@ static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
     tlsm_th.guard--;
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "conn");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CONN));
     tlsm_json_int(&j, "t", ns_since_t0(now));
     tlsm_json_int(&j, "tid", tlsm_th.tid);
     tlsm_json_int(&j, "conn", cs->id);
@@ -162,20 +162,18 @@ void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
     }
 }
 
-/* The event of each direction and its two size keys, as written by TLSM_KEY (docs/
+/* The two size keys of each direction's event, as written by TLSM_KEY (docs/
  * trace-format.md). */
 #define IO_KEY(k)                                                                                  \
     {                                                                                              \
         TLSM_KEY(k)                                                                                \
     }
 static const struct {
-    const char *ev;
     struct {
         const char *k;
         size_t n;
     } want, got;
-} io_keys[2] = {{"read", IO_KEY("want"), IO_KEY("got")},
-                {"write", IO_KEY("asked"), IO_KEY("written")}};
+} io_keys[2] = {{IO_KEY("want"), IO_KEY("got")}, {IO_KEY("asked"), IO_KEY("written")}};
 
 static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir dir, const char *fn,
                      int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
@@ -184,7 +182,7 @@ static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir d
     struct tlsm_io_tally *io = &th->io[dir];
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), io_keys[dir].ev);
+    tlsm_json_begin(&j, line, sizeof(line), dir == TLSM_DIR_OUT ? TLSM_EV(WRITE) : TLSM_EV(READ));
     tlsm_json_int(&j, "t", ns_since_t0(t0));
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", cs ? cs->id : 0);
@@ -247,7 +245,7 @@ void tlsm_conn_free(const SSL *ssl)
     if (cs->id && tlsm_trace_ready()) {
         char line[512];
         struct tlsm_json j;
-        tlsm_json_begin(&j, line, sizeof(line), "conn");
+        tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CONN));
         tlsm_json_int(&j, "t", ns_since_t0(tlsm_now()));
         tlsm_json_int(&j, "tid", tlsm_th.tid);
         tlsm_json_int(&j, "conn", cs->id);
