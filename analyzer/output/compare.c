@@ -147,6 +147,7 @@ void report_compare_text(FILE *out, const struct summary *a, const struct summar
     paths(a, pa, sizeof(pa));
     paths(b, pb, sizeof(pb));
     line(out, "paths", pa, pb, strcmp(pa, pb) ? "changed" : "same");
+    report_compare_hs(out, a, b);
     ids(out, "A", a);
     ids(out, "B", b);
     if (a->enc && b->enc)
@@ -172,6 +173,8 @@ static json_t *ratios(const struct summary *a, const struct summary *b)
     json_object_set_new(r, "throughput", ratio(a->throughput, b->throughput));
     json_object_set_new(r, a->out ? "writes" : "reads",
                         ratio((double)a->m->st.reads, (double)b->m->st.reads));
+    if (!a->out)
+        json_object_set_new(r, "handshake", report_compare_hs_json(a, b));
     return r;
 }
 

@@ -370,6 +370,7 @@ json_t *report_json_object(const struct summary *s)
     if (s->out) /* the encrypting side's per-connection table (a server's downloads) */
         json_object_set_new(o, "conn_table", conns_arr(s));
     json_object_set_new(o, "threads", jint(s->m->nthreads));
+    json_object_set_new(o, "handshake", hs_summary__json(&s->hs, s->cpu_ns));
     if (s->prof)
         json_object_set_new(o, "callers", report_callers_json(s->prof));
     json_object_set_new(o, "verdicts", verdicts_arr(s));

@@ -298,6 +298,7 @@ void report_text(FILE *out, const struct summary *s)
     if (s->prof)
         report_callers(out, s->prof);
     report_conns(out, s);
+    report_handshake(out, s);
     verdicts(out, s);
     if (s->enc)
         encryption(out, s->enc);

@@ -248,5 +248,6 @@ void verdicts__build(struct summary *s)
     if (s->out)
         return; /* the read-side and blind-spot verdicts are the decrypting summary's */
     verdicts_io(s);
+    verdicts_hs(s);
     verdicts_blind(s);
 }

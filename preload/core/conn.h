@@ -16,6 +16,12 @@ struct tlsm_conn_scope {
     uint32_t prev_conn;
     struct tlsm_conn_state *prev_cs;
     struct tlsm_conn_state *cs;
+    /* A handshake-driving call (the connection is not open yet): its parts go to the
+     * connection's hs (thread hs_cur), its on-CPU time from hs_cpu0 to its end. */
+    struct tlsm_hs *prev_hs;
+    uint64_t hs_cpu0;
+    uint64_t hs_parts0; /* the connection's part time when the call began */
+    bool hs_on;
 };
 
 int tlsm_conn_init(void);
