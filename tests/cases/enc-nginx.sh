@@ -115,6 +115,7 @@ EOF
         fail "enc-nginx $tag: the upload was answered '$code'"
         return 1
     fi
+    tlsm_jsonl "$tr/nginx.%p.jsonl" # format 2 as JSON Lines, for the checks below
     # The worker's trace: the one with encrypted records (the master does no TLS).
     TRACES=()
     for f in "$tr"/nginx.*.jsonl; do
