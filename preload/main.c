@@ -1,11 +1,13 @@
 /* main.c: libtlsmeter.so's life: set-up in the constructor (hooks stay inert until it is
  * done), fork handling, and the end event at exit. */
 #include "forward/blind.h"
+#include "forward/got.h"
 #include "base/clock.h"
 #include "trace/config.h"
 #include "trace/cputime.h"
 #include "core/conn.h"
 #include "hooks/hook.h"
+#include "hooks/reach.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "forward/obj.h"
@@ -27,6 +29,7 @@
 static void locks(bool take)
 {
     if (take) {
+        tlsm_got_atfork(true); /* first: held across a dlopen, whose constructors take the rest */
         tlsm_backend_atfork(true);
         tlsm_stack_atfork(true);
         tlsm_trace_atfork_prepare(); /* open lock, then its buffers */
@@ -39,6 +42,7 @@ static void locks(bool take)
         tlsm_thread_atfork(false);
         tlsm_stack_atfork(false);
         tlsm_backend_atfork(false);
+        tlsm_got_atfork(false);
     }
 }
 
@@ -87,6 +91,8 @@ __attribute__((constructor)) static void tlsm_start(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     tlsm_trace_allow();
     atomic_store(&tlsm_active, true);
+    tlsm_table_reach_init(); /* issue 15: copies only their provider tables reach */
+    tlsm_entry_reach_init(); /* ... and their SSL_* entry points, where no PLT leads */
     tlsm_backend_early();
 }
 

@@ -61,7 +61,9 @@ tls_cleanup() {
     [ -n "${TLS_EXTRA_CLEANUP:-}" ] && eval "$TLS_EXTRA_CLEANUP"
     [ -n "${TLS_NB_TMP:-}" ] && rm -rf "$TLS_NB_TMP"
     if [ -n "${TLS_DIR:-}" ] && [ -d "$TLS_DIR" ]; then
-        if tail -n +"$((TLS_RESULTS_START + 1))" "$TLSM_RESULTS" | grep -q '^FAIL'; then
+        if [ -n "${TLSM_KEEP:-}" ]; then
+            echo "  (kept $TLS_DIR: TLSM_KEEP)"
+        elif tail -n +"$((TLS_RESULTS_START + 1))" "$TLSM_RESULTS" | grep -q '^FAIL'; then
             find "$TLS_DIR" -type f -size +1M -delete 2>/dev/null
             echo "  (kept $TLS_DIR)"
         else

@@ -11,8 +11,10 @@
 
 #if defined(__x86_64__)
 #include "arch/x86_64/counter.h"
+#define TLSM_ARCH_R_RELATIVE 8 /* R_X86_64_RELATIVE: base + addend */
 #elif defined(__aarch64__)
 #include "arch/aarch64/counter.h"
+#define TLSM_ARCH_R_RELATIVE 1027 /* R_AARCH64_RELATIVE */
 #else
 #error "tlsmeter supports x86_64 and aarch64 (preload/arch/)"
 #endif
@@ -47,5 +49,29 @@ uint32_t tlsm_arch_scan(uintptr_t start, uint32_t size, void (*branch)(void *, u
 /* Bytes from pc to the end of its first return instruction, looking at most max bytes (all
  * readable); 0 if none or if this architecture bounds functions by their FDEs only. */
 uint32_t tlsm_arch_to_ret(uintptr_t pc, uint32_t max);
+
+/* Entry patching (issue 15, forward/entry.c). A branch of TLSM_ARCH_PATCH_LEN bytes written
+ * at a function's entry reaches a stub within TLSM_ARCH_NEAR bytes of it. */
+#if defined(__x86_64__)
+#define TLSM_ARCH_PATCH_LEN 5          /* jmp rel32 */
+#define TLSM_ARCH_NEAR (1ull << 31)    /* its reach */
+#define TLSM_ARCH_FAR_LEN 14           /* jmp *0(%rip); .quad */
+#else
+#define TLSM_ARCH_PATCH_LEN 4          /* b imm26 */
+#define TLSM_ARCH_NEAR (1ull << 27)
+#define TLSM_ARCH_FAR_LEN 16           /* ldr x16, #8; br x16; .quad */
+#endif
+/* Copy the instructions at fn that the patch overwrites (at least TLSM_ARCH_PATCH_LEN bytes,
+ * starting *skip bytes in: aarch64 keeps a leading BTI where it is) to tramp, relocated to run
+ * there, followed by a jump back to the first instruction not copied; tramp lies within
+ * TLSM_ARCH_NEAR of fn. Returns the bytes written to tramp (at most cap), *copied the bytes
+ * of fn taken; 0 when an instruction cannot be relocated (why says which). Reads only fn's
+ * first 32 bytes. */
+size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t *skip,
+                          size_t *copied, char *why, size_t whycap);
+/* The patch: a near branch from `from` to `to` (within TLSM_ARCH_NEAR) into buf. */
+void tlsm_arch_near_branch(uintptr_t from, uintptr_t to, uint8_t *buf);
+/* A jump to any address `to` (TLSM_ARCH_FAR_LEN bytes, position-independent) into buf. */
+void tlsm_arch_far_jump(uintptr_t to, uint8_t *buf);
 
 #endif

@@ -5,6 +5,7 @@
  * alone merges versioned copies), and tell why an object's calls never reach a hook
  * (blind.c). The one reader of .dynamic in tlsmeter. */
 #include "base/elfdyn.h"
+#include "arch/arch.h"
 
 #include <elf.h>
 #include <string.h>
@@ -206,6 +207,30 @@ void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
     walk_relocs(lm, &d, names, n, visit_slot, &s);
 }
 
+void tlsm_elf_relatives(const struct link_map *lm, tlsm_elf_rel_fn fn, void *arg)
+{
+    struct dyninfo d;
+    read_dynamic(lm, &d);
+    /* Relative relocations are in DT_RELA/DT_REL (which = 1); DT_RELR is not read (Debian 12's
+     * toolchain does not emit it): such an object simply has none to offer. */
+    size_t ent = d.rela[1] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+    size_t count = d.rel[1] ? d.relsz[1] / ent : 0;
+    for (size_t i = 0; i < count; i++) {
+        const ElfW(Rela) *r = (const void *)((const char *)d.rel[1] + i * ent);
+#if __ELF_NATIVE_CLASS == 64
+        unsigned type = (unsigned)ELF64_R_TYPE(r->r_info);
+#else
+        unsigned type = (unsigned)ELF32_R_TYPE(r->r_info);
+#endif
+        if (type != TLSM_ARCH_R_RELATIVE)
+            continue;
+        uintptr_t where = lm->l_addr + r->r_offset;
+        uintptr_t value = d.rela[1] ? lm->l_addr + (uintptr_t)r->r_addend : *(uintptr_t *)where;
+        if (fn(where, value, arg))
+            return;
+    }
+}
+
 struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm)
 {
     struct dyninfo d;
@@ -224,6 +249,11 @@ static const char *dyn_string(const struct link_map *lm, ElfW(Sxword) tag, const
         if (e->d_tag == tag && (!want || !strcmp(strtab + e->d_un.d_val, want)))
             return strtab + e->d_un.d_val;
     return NULL;
+}
+
+const char *tlsm_elf_rpath(const struct link_map *lm)
+{
+    return dyn_string(lm, DT_RPATH, NULL);
 }
 
 const char *tlsm_elf_soname(const struct link_map *lm)

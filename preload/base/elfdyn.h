@@ -20,6 +20,12 @@ typedef void (*tlsm_elf_slot_fn)(int name, uintptr_t slot, uintptr_t value, void
 void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
                     tlsm_elf_slot_fn fn, void *arg);
 
+/* Every relative relocation of the object (a pointer to its own data or code, filled with
+ * base + addend at load: how a stripped object's tables point at its strings and functions):
+ * fn(where, value, arg) with both addresses in memory; a non-zero return stops the walk. */
+typedef int (*tlsm_elf_rel_fn)(uintptr_t where, uintptr_t value, void *arg);
+void tlsm_elf_relatives(const struct link_map *lm, tlsm_elf_rel_fn fn, void *arg);
+
 /* The dynamic flags that decide how the linker binds the object's own references. */
 struct tlsm_elf_flags {
     bool symbolic;    /* DT_SYMBOLIC, or DF_SYMBOLIC in DT_FLAGS (-Bsymbolic) */
@@ -28,6 +34,8 @@ struct tlsm_elf_flags {
 };
 struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm);
 
+/* Its DT_RPATH (the old tag the loader also applies to what its dependents load), or NULL. */
+const char *tlsm_elf_rpath(const struct link_map *lm);
 /* Its DT_SONAME, NULL if it has none. */
 const char *tlsm_elf_soname(const struct link_map *lm);
 /* Does it name soname in a DT_NEEDED entry? */

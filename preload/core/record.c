@@ -103,6 +103,12 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
         tlsm_rec_forget(ctx);
         return;
     }
+    tlsm_rec_track_as(ctx, name, target, key, iv, has_params);
+}
+
+void tlsm_rec_track_as(const void *ctx, const char *name, struct tlsm_obj *target,
+                       const unsigned char *key, const unsigned char *iv, bool has_params)
+{
     struct tlsm_rec_state *st = tlsm_table_put(&ctxs, ctx);
     if (!st)
         return;

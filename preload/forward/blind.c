@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/elfdyn.h"
 #include "base/glibc_compat.h"
+#include "forward/got.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "trace/thread.h"
@@ -197,6 +198,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
      * mean its record decryption is visible (-Bsymbolic). */
     if (tlsm_obj_crypto_only(f.dlfo_link_map))
         return 0;
+    /* Issue 15: reached through its provider tables (lib reach "table"): not blind. */
+    if (tlsm_obj_reach_of(f.dlfo_link_map) & TLSM_REACH_TABLE)
+        return 0;
     scan_marks(info, &m);
     if (!m.ssl)
         return 0;
@@ -357,7 +361,8 @@ static int collect_pairs(void)
             const struct tlsm_fwd_entry *e = atomic_load(&h->slot[s]);
             struct tlsm_obj *c = e ? tlsm_obj_of((const void *)e->start) : NULL;
             struct tlsm_obj *t = e ? e->target : NULL;
-            if (!c || !t || !t->lib_id) /* only forwards into OpenSSL instances */
+            /* only forwards into OpenSSL instances; patched callers: got.c writes theirs */
+            if (!c || !t || !t->lib_id || tlsm_got_patched(c))
                 continue;
             int k = 0;
             while (k < np && !(pairs[k].from == c && pairs[k].to == t))
@@ -379,6 +384,9 @@ static void write_fwd_event(const struct fwd_pair *p)
     tlsm_json_int(&j, "lib", p->to->lib_id);
     tlsm_json_str(&j, "to", p->to->path);
     tlsm_hooks_write(&j, "fns", p->fns);
+    /* Issue 15: a copy's calls into its own patched entry points (no binding to compare). */
+    if (p->from == p->to && (atomic_load(&p->to->reach) & TLSM_REACH_ENTRY))
+        tlsm_json_str(&j, "reach", "entry");
     size_t len = tlsm_json_end(&j, line);
     if (len)
         tlsm_trace_line(line, len);
@@ -401,6 +409,8 @@ void tlsm_blind_at_exit(void)
                   b->path, b->version[0] ? b->version : "OpenSSL", words);
     }
     int np = collect_pairs();
+    if (tlsm_trace_generation() && tlsm_trace_ready()) /* a trace some instance opened */
+        tlsm_got_write_fwd();
     /* Forwards into an instance opened the trace already (its lib event); blind objects
      * open it here: a process whose only TLS is blind still gets a trace that says so. */
     if ((!nfound && !np) || !tlsm_trace_ready())

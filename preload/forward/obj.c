@@ -226,6 +226,9 @@ static void write_lib_event(struct tlsm_obj *o)
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
     tlsm_caps_write(&j, tlsm_caps_decode(cpuinfo));
     tlsm_json_str(&j, "role", "app");
+    char reach[32];
+    if (atomic_load(&o->reach))
+        tlsm_json_str(&j, "reach", tlsm_reach_name(atomic_load(&o->reach), reach, sizeof(reach)));
     if (o->old_abi)
         tlsm_json_str(&j, "left_alone", o->foreign ? "other_tls" : "openssl_1");
     size_t n = tlsm_json_end(&j, line);
@@ -273,6 +276,51 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     if (tlsm_trace_ready())
         write_lib_event(o);
     tlsm_th.guard--;
+}
+
+/* Issue 15: a copy reached by other means than interposition (its provider tables) may export
+ * nothing: then it gets its lib line here, version from the text it carries, no api (tlsmeter
+ * calls none of its functions). */
+const char *tlsm_reach_name(unsigned reach, char *buf, size_t cap)
+{
+    static const char *const names[] = {"got", "table", "entry", "plt"};
+    size_t n = 0;
+    buf[0] = 0;
+    for (unsigned i = 0; i < 4 && n < cap; i++)
+        if (reach & (1u << i))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "+" : "", names[i]);
+    return buf;
+}
+
+void tlsm_obj_describe_reached(struct tlsm_obj *o, unsigned reach, const char *version)
+{
+    atomic_fetch_or(&o->reach, reach);
+    tlsm_obj_describe(o);
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    if (o->lib_id || o->old_abi)
+        return;
+    pthread_mutex_lock(&lock);
+    if (!o->lib_id) {
+        snprintf(o->version, sizeof(o->version), "%s", version);
+        o->major = !strncmp(version, "OpenSSL 3.", 10) ? 3 : 0;
+        o->has_crypto = true; /* it holds libcrypto, exported or not */
+        tlsm_th.guard++;
+        o->lib_id = tlsm_next_lib_id();
+        if (tlsm_trace_ready())
+            write_lib_event(o);
+        tlsm_th.guard--;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+unsigned tlsm_obj_reach_of(const struct link_map *lm)
+{
+    int n = atomic_load_explicit(&nobjs, memory_order_acquire);
+    unsigned r = 0;
+    for (int i = 0; i < n; i++)
+        if (objs[i].lm == lm && !objs[i].stale)
+            r |= atomic_load(&objs[i].reach);
+    return r;
 }
 
 void tlsm_obj_end_write(struct tlsm_json *j)

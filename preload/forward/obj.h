@@ -39,6 +39,14 @@ struct tlsm_api {
     __typeof__(&EVP_PKEY_is_a) EVP_PKEY_is_a;
 };
 
+/* Issue 15: the ways tlsmeter reaches a copy past LD_PRELOAD (lib.reach, "+"-joined). */
+enum {
+    TLSM_REACH_GOT = 1,   /* a caller's GOT slots rewritten (forward/got.c) */
+    TLSM_REACH_TABLE = 2, /* its provider dispatch tables rewritten (forward/tables.c) */
+    TLSM_REACH_ENTRY = 4, /* its SSL_* entry points patched (forward/entry.c) */
+    TLSM_REACH_PLT = 8,   /* its libc socket reads rewritten (hooks/hook_sock.c) */
+};
+
 struct tlsm_obj {
     const struct link_map *lm;
     uintptr_t start, end;
@@ -58,6 +66,9 @@ struct tlsm_obj {
     _Atomic uint64_t hooks_into;
     struct tlsm_api api;
     bool stale;       /* dlclose() happened since: do not reuse for new callers */
+    /* Issue 15: how calls that ordinary interposition misses reach the hooks (TLSM_REACH_*
+     * bits); 0: only through the linker's own binding. */
+    _Atomic unsigned reach;
     unsigned lib_gen; /* trace file generation its lib line was written to */
 };
 
@@ -66,6 +77,13 @@ struct tlsm_obj {
 struct tlsm_obj *tlsm_obj_of(const void *addr);
 /* First time a hook forwards into o: learn what it is, write its lib event. */
 void tlsm_obj_describe(struct tlsm_obj *o);
+/* Issue 15: o is reached as reach (TLSM_REACH_* bits) says: describe it, also when it exports
+ * no OpenSSL name (then version is the text found in it). */
+void tlsm_obj_describe_reached(struct tlsm_obj *o, unsigned reach, const char *version);
+/* How the registered object lm is reached past interposition (TLSM_REACH_* bits), 0: not. */
+unsigned tlsm_obj_reach_of(const struct link_map *lm);
+/* The "+"-joined names of reach bits ("table+entry"), "" for 0. */
+const char *tlsm_reach_name(unsigned reach, char *buf, size_t cap);
 void tlsm_obj_mark_stale(void);
 /* The end event's "libs": every described instance with the hooks that resolved into it;
  * [] when they do not fit their share of the line. */

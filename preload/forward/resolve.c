@@ -5,6 +5,8 @@
  *    RTLD_LOCAL, invisible to RTLD_NEXT;
  * 3. never our own hook. Answers are cached per (function, caller object). */
 #include "forward/resolve.h"
+#include "forward/entry.h"
+#include "forward/got.h"
 #include "trace/log.h"
 #include "forward/obj.h"
 #include "base/glibc_compat.h"
@@ -188,7 +190,10 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
     struct tlsm_fwd fwd = {NULL, NULL};
     if (caller) {
         const char *ver = caller->want[id];
-        fwd.fn = lookup_next(name, ver);
+        /* Issue 15: a caller whose GOT slot was rewritten goes where the slot went. */
+        fwd.fn = tlsm_got_answer(id, caller);
+        if (!fwd.fn)
+            fwd.fn = lookup_next(name, ver);
         if (!fwd.fn)
             fwd.fn = lookup_in_scope(caller, name, ver);
     }
@@ -203,6 +208,10 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
         return fwd;
     }
     fwd.target = tlsm_obj_of(fwd.fn);
+    /* Issue 15: a patched entry is reached through its trampoline (the target stays the copy). */
+    void *orig = tlsm_entry_original(fwd.fn);
+    if (orig)
+        fwd.fn = orig;
     if (fwd.target) {
         atomic_fetch_or(&fwd.target->hooks_into, 1ull << id);
         tlsm_obj_describe(fwd.target);

@@ -17,6 +17,7 @@ struct tlsm_config tlsm_cfg = {
     .writes = true,
     .records = true,
     .crypto = TLSM_MODE_NATIVE,
+    .patch = true,
 };
 
 enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE, OPT_CHOICE };
@@ -69,6 +70,11 @@ static const struct opt opts[] = {
      "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
      "wall), perf, rseq, wall",
      &tlsm_cfg.cputime},
+    {"TLSMETER_PATCH", OPT_BOOL, "1",
+     "1: reach OpenSSL copies past LD_PRELOAD (GOT slots an RTLD_DEEPBIND dlopen bound, "
+     "provider dispatch tables, SSL_* entry points, a copy's socket reads); 0: leave every "
+     "object as loaded, blind spots are only named",
+     &tlsm_cfg.patch},
     {"TLSMETER_CERTS", OPT_STRING, "",
      "DIR: save each peer certificate the handshakes parse as DIR/cert-ID.der (0600), for "
      "scripts/tlsmeter-certs; off by default (certificates can be private)",

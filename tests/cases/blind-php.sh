@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# blind-php: issue 11. PHP loads its extensions RTLD_DEEPBIND, so libcurl.so.4 (needed by
-# curl.so) binds SSL_read straight to libssl past the hooks, while libssl's own EVP calls
-# still reach them: records without reads. A curl_exec download from openssl s_server must
-# run unchanged, its trace must name libcurl (blind what "calls", reason calls_elsewhere,
-# needed_by curl.so, scope deepbind), one notice must say so, and the analyzer's
-# reads-bypassed verdict must name it. The detector must be specific: a download through
-# PHP's openssl stream wrapper (PHP's own SSL_read calls, which the hooks see) keeps its
-# reads, gets no notice and no "records without reads" verdict.
+# blind-php: issues 11 and 15. PHP loads its extensions RTLD_DEEPBIND, so libcurl.so.4 (needed
+# by curl.so) binds SSL_read straight to libssl past the hooks. Issue 15: tlsmeter rewrites
+# those GOT slots right after the dlopen, so a curl_exec download from openssl s_server runs
+# unchanged and has its reads (covering the body, every record inside one), a fwd event from
+# libcurl with reach "got", and no blind "calls" entry or notice. With TLSMETER_PATCH=0 the
+# issue-11 detector is what is left: records without reads, libcurl named (blind what "calls",
+# reason calls_elsewhere, needed_by curl.so, scope deepbind), one notice, and the analyzer's
+# reads-bypassed verdict. The detector must be specific: a download through PHP's openssl
+# stream wrapper (PHP's own SSL_read calls, which the hooks see) keeps its reads, gets no
+# notice and no "records without reads" verdict.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -53,35 +55,69 @@ if ($b === false) exit(3);
 echo strlen($b), " ", hash("sha256", $b), "\n";
 EOF
 
-# run NAME: the script untraced and traced; same output and exit code, the right body.
+# run NAME TAG [ENV...]: the script NAME.php untraced and traced (with ENV); same output and
+# exit code, the right body. Files are $d/NAME$TAG.*.
 run() {
-    local p=$d/$1
-    tls_run "$p.plain" "" php "$d/$1.php" "$TLS_PORT" "$TLS_CERT"
-    tls_run "$p.traced" "$p.%p.jsonl" php "$d/$1.php" "$TLS_PORT" "$TLS_CERT"
+    local p=$d/$1$2 script=$d/$1.php
+    TLS_ENV=("${@:3}")
+    tls_run "$p.plain" "" php "$script" "$TLS_PORT" "$TLS_CERT"
+    tls_run "$p.traced" "$p.%p.jsonl" php "$script" "$TLS_PORT" "$TLS_CERT"
+    TLS_ENV=()
     if ! why=$(tls_same_run x "$p.plain" "$p.traced"); then
-        fail "blind-php $1: $why"
+        fail "blind-php $1$2: $why"
         return 1
     fi
     if [ "$(cat "$p.traced.out")" != "$SIZE $want" ]; then
-        fail "blind-php $1: downloaded $(cat "$p.traced.out"), want $SIZE $want"
+        fail "blind-php $1$2: downloaded $(cat "$p.traced.out"), want $SIZE $want"
         return 1
     fi
     tls_traces "$p.*.jsonl"
     if [ "${#TRACES[@]}" -ne 1 ]; then
-        fail "blind-php $1: ${#TRACES[@]} traces, want 1"
+        fail "blind-php $1$2: ${#TRACES[@]} traces, want 1"
         return 1
     fi
-    pass "blind-php $1: output and exit code unchanged, sha256 right"
+    pass "blind-php $1$2: output and exit code unchanged, sha256 right"
 }
 
-if run curl; then
+# Issue 15: the GOT slots rewritten after curl.so's dlopen: libcurl's reads are traced.
+if run curl ""; then
     n=$(tls_notes "$d/curl.traced.err")
-    if [ "$n" -ge 1 ] && grep -q '^tlsmeter: .*libcurl\.so\.4 (needed by .*/curl\.so) calls SSL_read.* past tlsmeter.s hooks (loaded RTLD_DEEPBIND)' "$d/curl.traced.err"; then
-        pass "blind-php curl: notice: $(grep -m1 'libcurl' "$d/curl.traced.err" | head -c 200)"
+    if [ "$n" -eq 0 ]; then
+        pass "blind-php curl: no notice (libcurl's calls reach the hooks)"
     else
-        fail "blind-php curl: no notice naming libcurl ($n tlsmeter lines): $(head -c 300 "$d/curl.traced.err")"
+        fail "blind-php curl: $n notices: $(grep -m2 '^tlsmeter:' "$d/curl.traced.err" | head -c 300)"
     fi
-    tls_check "blind-php curl trace: records without reads, blind calls entry for libcurl" \
+    tls_check "blind-php curl trace: libcurl's reads carry the body, reached through its GOT" \
+        "$TLSM_PY" - "${TRACES[0]}" "$SIZE" <<'EOF'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+size = int(sys.argv[2])
+reads = [e for e in ev if e["ev"] == "read"]
+got = sum(e["got"] for e in reads if e["got"] > 0)
+app = [e for e in ev if e["ev"] == "rec" and e.get("type") == 23]
+assert got >= size, "reads returned %d bytes, body is %d" % (got, size)
+outside = [r for r in app if r["read"] == 0]
+assert len(app) >= 100 and not outside, "%d of %d records outside reads" % (len(outside), len(app))
+fwd = [e for e in ev if e["ev"] == "fwd" and e["from"].endswith("/libcurl.so.4")]
+assert len(fwd) == 1 and fwd[0].get("reach") == "got" and "SSL_read" in fwd[0]["fns"], fwd
+assert "libssl.so.3" in fwd[0]["to"], fwd[0]["to"]
+calls = [e for e in ev if e["ev"] == "blind" and e.get("what") == "calls"]
+assert not calls, "blind calls events: %r" % calls
+end = ev[-1]
+assert end["ev"] == "end" and not [x for x in end["blind"] if x["what"] == "calls"], end["blind"]
+print("ok %d reads, %d bytes, %d records inside reads, fwd %s" % (len(reads), got, len(app), fwd[0]["fns"]))
+EOF
+fi
+
+# TLSMETER_PATCH=0: nothing rewritten; the issue-11 detector names libcurl.
+if run curl -nopatch TLSMETER_PATCH=0; then
+    n=$(tls_notes "$d/curl-nopatch.traced.err")
+    if [ "$n" -ge 1 ] && grep -q '^tlsmeter: .*libcurl\.so\.4 (needed by .*/curl\.so) calls SSL_read.* past tlsmeter.s hooks (loaded RTLD_DEEPBIND)' "$d/curl-nopatch.traced.err"; then
+        pass "blind-php curl-nopatch: notice: $(grep -m1 'libcurl' "$d/curl-nopatch.traced.err" | head -c 200)"
+    else
+        fail "blind-php curl-nopatch: no notice naming libcurl ($n tlsmeter lines): $(head -c 300 "$d/curl-nopatch.traced.err")"
+    fi
+    tls_check "blind-php curl-nopatch trace: records without reads, blind calls entry for libcurl" \
         "$TLSM_PY" - "${TRACES[0]}" <<'EOF'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -105,15 +141,15 @@ assert end["ev"] == "end"
 assert any(x["what"] == "calls" and x["path"] == b["path"] for x in end["blind"]), end["blind"]
 print("ok %d records, 0 reads, %s" % (len(recs), b["fns"]))
 EOF
-    "$ANALYZE" "${TRACES[0]}" >"$d/curl.report" 2>"$d/curl.report.err"
-    if grep -q '\[reads-bypassed\] .*records without reads: libcurl\.so\.4 (needed by curl\.so, loaded RTLD_DEEPBIND) calls SSL_read.*past tlsmeter.s hooks.*bytes per read, read sizes and per-connection totals are missing' "$d/curl.report"; then
-        pass "blind-php curl: verdict: $(grep -o 'records without reads: libcurl[^;]*' "$d/curl.report" | head -c 200)"
+    "$ANALYZE" "${TRACES[0]}" >"$d/curl-nopatch.report" 2>"$d/curl-nopatch.report.err"
+    if grep -q '\[reads-bypassed\] .*records without reads: libcurl\.so\.4 (needed by curl\.so, loaded RTLD_DEEPBIND) calls SSL_read.*past tlsmeter.s hooks.*bytes per read, read sizes and per-connection totals are missing' "$d/curl-nopatch.report"; then
+        pass "blind-php curl-nopatch: verdict: $(grep -o 'records without reads: libcurl[^;]*' "$d/curl-nopatch.report" | head -c 200)"
     else
-        fail "blind-php curl: no reads-bypassed verdict naming libcurl: $(grep -A3 verdicts "$d/curl.report" | head -c 400)"
+        fail "blind-php curl-nopatch: no reads-bypassed verdict naming libcurl: $(grep -A3 verdicts "$d/curl-nopatch.report" | head -c 400)"
     fi
 fi
 
-if run stream; then
+if run stream ""; then
     n=$(tls_notes "$d/stream.traced.err")
     if [ "$n" -eq 0 ]; then
         pass "blind-php stream: no notice (no record outside a traced read)"

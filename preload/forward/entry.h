@@ -1,0 +1,19 @@
+/* entry.h: issue 15, technique 3: patch the entry of an SSL_* function that no PLT leads to
+ * (a copy inside the executable, node's; a -Bsymbolic library's own calls), so that it jumps
+ * to tlsmeter's hook; the hook forwards to a trampoline that runs the moved instructions
+ * and continues in the original. CPU parts: arch/ARCH/entry.c. */
+#ifndef TLSM_ENTRY_H
+#define TLSM_ENTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Make fn jump to hook. False when its first instructions cannot be relocated, no page near
+ * it is free or its code cannot be written (why says which); fn is then untouched. Never
+ * twice for one fn. Call while the program runs one thread (the constructor): the patch is
+ * not one atomic store on x86_64. */
+bool tlsm_entry_patch(void *fn, void *hook, char *why, size_t whycap);
+/* The trampoline that runs the original fn, when fn was patched; NULL otherwise. Lock-free. */
+void *tlsm_entry_original(const void *fn);
+
+#endif

@@ -1,0 +1,254 @@
+/* tables.c: find the default provider's cipher dispatch tables in an OpenSSL 3 copy the
+ * hooks cannot interpose, and rewrite their entries (tables.h). Layout read from OpenSSL
+ * 3.0's source: providers/defltprov.c lists ciphers as OSSL_ALGORITHM_CAPABLE entries whose
+ * first member is an OSSL_ALGORITHM {names, property_definition, implementation, description}
+ * ("AES-128-GCM:id-aes128-GCM:2.16.840.1.101.3.4.1.6", "provider=default", the table);
+ * providers/implementations/include/prov/ciphercommon_aead.h (IMPLEMENT_aead_cipher) and
+ * ciphers/cipher_chacha20_poly1305.c give each AEAD table exactly the fourteen function ids
+ * OSSL_FUNC_CIPHER_NEWCTX .. _SETTABLE_CTX_PARAMS, once each, then {0, NULL}. In a stripped
+ * copy the only handle on them is data: the name string, the relative relocation that puts
+ * its address into the OSSL_ALGORITHM, and the pointers next to it. Every read stays inside
+ * the object's loaded segments; anything unexpected leaves the copy alone. */
+#include "forward/tables.h"
+#include "base/elfdyn.h"
+#include "forward/got.h"
+#include "forward/resolve.h"
+#include "base/glibc_compat.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *names, *cipher;
+    bool gcm;
+} known[] = {
+    {"AES-128-GCM:id-aes128-GCM:2.16.840.1.101.3.4.1.6", "AES-128-GCM", true},
+    {"AES-256-GCM:id-aes256-GCM:2.16.840.1.101.3.4.1.46", "AES-256-GCM", true},
+    {"ChaCha20-Poly1305", "ChaCha20-Poly1305", false},
+};
+#define NKNOWN ((int)(sizeof(known) / sizeof(known[0])))
+
+/* The flags (PF_R | PF_W | PF_X) of the loaded segment that holds [addr, addr + len), 0 if
+ * none does. Read-only data may share the code's segment (aarch64 links without
+ * -z separate-code): strings are looked for in every segment that is not writable. */
+enum { SEG_TEXT = 1, SEG_CODE = 2, SEG_DATA = 4 };
+static int seg_kind(const struct tlsm_table_copy *c, uintptr_t addr, size_t len)
+{
+    for (int i = 0; i < c->phnum; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        uintptr_t lo = c->lm->l_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || addr < lo || addr + len > lo + ph->p_memsz ||
+            addr + len < addr)
+            continue;
+        return ((ph->p_flags & PF_W) ? 0 : SEG_TEXT) | ((ph->p_flags & PF_X) ? SEG_CODE : 0) |
+               ((ph->p_flags & PF_X) ? 0 : SEG_DATA);
+    }
+    return 0;
+}
+
+/* The NUL-terminated string s, starting after a NUL, in a read-only segment; 0 if absent. */
+static uintptr_t find_string(const struct tlsm_table_copy *c, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    for (int i = 0; i < c->phnum; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
+            continue;
+        const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
+        for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), s, n)); q++)
+            if (q == lo || !q[-1])
+                return (uintptr_t)q;
+    }
+    return 0;
+}
+
+/* "OpenSSL 3.x.y dd Mon yyyy": the version text libcrypto carries. */
+static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    for (int i = 0; i < c->phnum && !buf[0]; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
+            continue;
+        const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
+        for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), "OpenSSL 3.", 10));
+             q++)
+            if ((q == lo || !q[-1]) && q + 12 < end && q[10] >= '0' && q[10] <= '9') {
+                snprintf(buf, cap, "%.*s", (int)strnlen(q, (size_t)(end - q)), q);
+                break;
+            }
+    }
+}
+
+struct copies {
+    struct tlsm_table_copy *out;
+    int max, n;
+};
+
+static int copies_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct copies *s = arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    struct dl_find_object f;
+    (void)size;
+    if (s->n >= s->max || !info->dlpi_phnum || !strncmp(name, "/proc/self/fd/", 14) ||
+        !strncmp(name, "linux-", 6))
+        return 0;
+    uintptr_t at = 0;
+    for (int i = 0; i < info->dlpi_phnum && !at; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD)
+            at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+    if (!at || tlsm_is_self((void *)at) || _dl_find_object((void *)at, &f) != 0)
+        return 0;
+    struct tlsm_table_copy *c = &s->out[s->n];
+    memset(c, 0, sizeof(*c));
+    c->lm = f.dlfo_link_map;
+    c->phdr = info->dlpi_phdr;
+    c->phnum = info->dlpi_phnum;
+    if (!find_string(c, known[0].names))
+        return 0;
+    find_version(c, c->version, sizeof(c->version));
+    if (c->version[0])
+        s->n++;
+    return 0;
+}
+
+int tlsm_tables_copies(struct tlsm_table_copy *out, int max)
+{
+    struct copies s = {out, max, 0};
+    dl_iterate_phdr(copies_cb, &s);
+    int kept = 0;
+    for (int i = 0; i < s.n; i++) { /* dl* calls outside dl_iterate_phdr's lock */
+        struct tlsm_table_copy *c = &out[i];
+        struct dl_find_object f;
+        void *h = dlopen(c->lm->l_name[0] ? c->lm->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
+        void *p = h ? dlsym(h, "EVP_CipherUpdate") : NULL;
+        c->exports = p && _dl_find_object(p, &f) == 0 && f.dlfo_link_map == c->lm;
+        c->symbolic = tlsm_elf_flags(c->lm).symbolic;
+        if (h)
+            tlsm_real_dlclose(h);
+        /* The program's own calls never cross a PLT (node carries OpenSSL in its executable). */
+        if (!c->exports || c->symbolic || !c->lm->l_name || !c->lm->l_name[0])
+            out[kept++] = *c;
+    }
+    return kept;
+}
+
+struct refs {
+    uintptr_t str;
+    uintptr_t where[4];
+    int n;
+};
+
+static int ref_cb(uintptr_t where, uintptr_t value, void *arg)
+{
+    struct refs *r = arg;
+    if (value == r->str && r->n < 4)
+        r->where[r->n++] = where;
+    return 0;
+}
+
+/* A position-dependent executable (node is one) has no relative relocations: its pointers
+ * were fixed at link time. Then the aligned words of its data segments that hold the
+ * string's address are the references. */
+static void absolute_refs(const struct tlsm_table_copy *c, struct refs *r)
+{
+    for (int i = 0; i < c->phnum && r->n < 4; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_X))
+            continue;
+        uintptr_t lo = (c->lm->l_addr + ph->p_vaddr + 7) & ~(uintptr_t)7;
+        uintptr_t hi = c->lm->l_addr + ph->p_vaddr + ph->p_filesz;
+        for (uintptr_t w = lo; w + 32 <= hi && r->n < 4; w += 8)
+            if (*(const uintptr_t *)w == r->str)
+                r->where[r->n++] = w;
+    }
+}
+
+/* The dispatch array at d: fourteen distinct ids 1..14, functions in the object's code, then
+ * {0, NULL}. Fills t; false with why on any difference. */
+static bool check_dispatch(const struct tlsm_table_copy *c, uintptr_t d,
+                           struct tlsm_cipher_table *t, char *why, size_t cap)
+{
+    unsigned seen = 0;
+    int k = 0;
+    for (;; k++) {
+        uintptr_t e = d + (uintptr_t)k * 16;
+        /* data: read-only, or RELRO inside the RW segment */
+        if (k > 2 * TLSM_TBL_FN_MAX || !(seg_kind(c, e, 16) & SEG_DATA))
+            return snprintf(why, cap, "no {0, NULL} end within %d entries", k), false;
+        int id = *(const int *)e;
+        uintptr_t fn = *(const uintptr_t *)(e + 8);
+        if (!id && !fn)
+            break;
+        if (id < 1 || id > TLSM_TBL_FN_MAX || (seen & (1u << id)))
+            return snprintf(why, cap, "entry %d has function id %d (want 1..%d, each once)", k, id,
+                            TLSM_TBL_FN_MAX),
+                   false;
+        if (!(seg_kind(c, fn, 1) & SEG_CODE))
+            return snprintf(why, cap, "entry %d (id %d) points outside its code", k, id), false;
+        seen |= 1u << id;
+        t->orig[id] = (void (*)(void))fn;
+        t->slot[id] = e + 8;
+    }
+    if (k != TLSM_TBL_FN_MAX)
+        return snprintf(why, cap, "%d entries (want %d)", k, TLSM_TBL_FN_MAX), false;
+    return true;
+}
+
+int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *out, int max,
+                     char *why, size_t whycap)
+{
+    int n = 0;
+    why[0] = 0;
+    for (int i = 0; i < NKNOWN && n < max; i++) {
+        struct refs r = {find_string(c, known[i].names), {0}, 0};
+        if (!r.str)
+            continue;
+        tlsm_elf_relatives(c->lm, ref_cb, &r);
+        if (!r.n && !c->lm->l_addr)
+            absolute_refs(c, &r);
+        for (int k = 0; k < r.n && n < max; k++) {
+            uintptr_t w = r.where[k];
+            if (!seg_kind(c, w, 32))
+                continue;
+            const char *prop = *(const char *const *)(w + 8);
+            uintptr_t disp = *(const uintptr_t *)(w + 16);
+            /* Only the default provider's OSSL_ALGORITHM: property "provider=default". */
+            if (!(seg_kind(c, (uintptr_t)prop, 17) & SEG_TEXT) ||
+                strcmp(prop, "provider=default") || (disp & 7) ||
+                !(seg_kind(c, disp, 16) & SEG_DATA))
+                continue;
+            struct tlsm_cipher_table *t = &out[n];
+            memset(t, 0, sizeof(*t));
+            char w2[160];
+            if (!check_dispatch(c, disp, t, w2, sizeof(w2))) {
+                snprintf(why, whycap, "%s dispatch table at +0x%lx: %s", known[i].cipher,
+                         (unsigned long)(disp - c->lm->l_addr), w2);
+                continue;
+            }
+            t->lm = c->lm;
+            t->cipher = known[i].cipher;
+            t->gcm = known[i].gcm;
+            t->disp = disp;
+            n++;
+        }
+    }
+    return n;
+}
+
+bool tlsm_tables_holds(const struct tlsm_table_copy *c, const void *p, bool code)
+{
+    int k = seg_kind(c, (uintptr_t)p, 1);
+    return code ? (k & SEG_CODE) != 0 : k != 0;
+}
+
+bool tlsm_tables_set(const struct tlsm_table_copy *c, struct tlsm_cipher_table *t, int id,
+                     void (*fn)(void))
+{
+    if (id < 1 || id > TLSM_TBL_FN_MAX || !t->slot[id])
+        return false;
+    uintptr_t v = (uintptr_t)(fn ? fn : t->orig[id]);
+    return tlsm_got_write_ptr(c->phdr, c->phnum, c->lm->l_addr, t->slot[id], v);
+}

@@ -1,0 +1,417 @@
+/* hook_table.c: issue 15, technique 2. The wrappers tlsmeter puts into the provider dispatch
+ * tables of an OpenSSL 3 copy the hooks cannot interpose (forward/tables.c finds them): the
+ * provider's decrypt_init, update, final, cipher, set_ctx_params, encrypt_init and freectx,
+ * called by the copy's own EVP code with the provider's cipher context. That context pointer
+ * names the decrypt context as EVP_CIPHER_CTX does for the EVP hooks, so the same record
+ * adapter (core/record.h) and reroute observer see the same sequence: key, per-record nonce,
+ * tag, AAD update, payload update, final (TLS 1.3); key, fixed IV and AAD (set_ctx_params
+ * "tlsivfixed", "tlsaad"), one update or cipher (TLS 1.2). Each wrapper set serves one table
+ * of one copy; they are installed before the program's first fetch (from the constructor). */
+#include "base/clock.h"
+#include "core/impl.h"
+#include "core/record.h"
+#include "forward/obj.h"
+#include "forward/tables.h"
+#include "hooks/hook.h"
+#include "hooks/reach.h"
+#include "reroute/reroute.h"
+#include "trace/config.h"
+#include "trace/log.h"
+
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <string.h>
+
+#define MAX_TSLOTS 12
+
+struct tslot {
+    struct tlsm_table_copy copy;
+    struct tlsm_cipher_table t;
+    int gcm_layout; /* PROV_GCM_CTX of 3.0 checked: 1 yes, -1 no, 0 not yet */
+};
+static struct tslot slots[MAX_TSLOTS];
+static int nslots;
+
+typedef int (*init_fn)(void *, const unsigned char *, size_t, const unsigned char *, size_t,
+                       const OSSL_PARAM *);
+typedef int (*update_fn)(void *, unsigned char *, size_t *, size_t, const unsigned char *, size_t);
+typedef int (*final_fn)(void *, unsigned char *, size_t *, size_t);
+typedef void (*free_fn)(void *);
+typedef int (*setp_fn)(void *, const OSSL_PARAM *);
+
+#define ORIG(s, type, id) ((type)(s)->t.orig[id])
+
+static bool untraced(void)
+{
+    return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
+}
+
+/* OpenSSL 3.0's PROV_GCM_CTX (providers/implementations/include/prov/ciphercommon_gcm.h):
+ * on LP64 `hw` (its PROV_GCM_HW table) at 240, the GCM128_CONTEXT at 248 (its 3.0 layout is
+ * impl.c's), `ctr` after it at 688. Believed only after the pointers there look right. */
+enum { GCM_HW_OFF = 240, GCM_CTX_OFF = 248, GCM_BLOCK_OFF = 248 + 376, GCM_CTR_OFF = 688 };
+
+static void note_impl(struct tslot *s, const char *vctx)
+{
+    if (!s->t.gcm || s->gcm_layout < 0)
+        return;
+    const void *hw = *(const void *const *)(vctx + GCM_HW_OFF);
+    const void *block = *(const void *const *)(vctx + GCM_BLOCK_OFF);
+    const void *ctr = *(const void *const *)(vctx + GCM_CTR_OFF);
+    if (!s->gcm_layout)
+        s->gcm_layout = strncmp(s->copy.version, "OpenSSL 3.0.", 12) == 0 &&
+                                tlsm_tables_holds(&s->copy, hw, false) &&
+                                tlsm_tables_holds(&s->copy, block, true) &&
+                                (!ctr || tlsm_tables_holds(&s->copy, ctr, true))
+                            ? 1
+                            : -1;
+    if (s->gcm_layout > 0)
+        tlsm_impl_note_gcm(s->t.lib, vctx + GCM_CTX_OFF, ctr);
+}
+
+static int tbl_dinit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
+                     const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+{
+    init_fn fn = ORIG(s, init_fn, OSSL_FUNC_CIPHER_DECRYPT_INIT);
+    if (untraced())
+        return fn(v, key, kl, iv, ivl, p);
+    uint64_t t = tlsm_now();
+    if (!key)
+        tlsm_rec_on_init(v, NULL, NULL, iv, 0, NULL, s->t.lib, t);
+    tlsm_th.evp_depth++;
+    int ret = fn(v, key, kl, iv, ivl, p);
+    tlsm_th.evp_depth--;
+    int saved = errno;
+    if (key && ret > 0 && s->t.lib) {
+        tlsm_obj_describe_reached(s->t.lib, TLSM_REACH_TABLE, s->copy.version);
+        tlsm_rec_track_as(v, s->t.cipher, s->t.lib, key, iv, p && p[0].key);
+    } else if (!key) {
+        tlsm_rec_after_init(v, NULL, NULL, iv, 0, p, NULL, s->t.lib, ret);
+    }
+    errno = saved;
+    return ret;
+}
+
+static int tbl_einit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
+                     const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+{
+    if (tlsm_tracing(&tlsm_th)) /* turned to encryption: no longer a record source */
+        tlsm_rec_forget(v);
+    return ORIG(s, init_fn, OSSL_FUNC_CIPHER_ENCRYPT_INIT)(v, key, kl, iv, ivl, p);
+}
+
+/* For TLSMETER_VERIFY on a rerouted record: the native provider call, shaped like EVP's. */
+static __thread struct {
+    struct tslot *s;
+    size_t outsize;
+} cur __attribute__((tls_model("initial-exec")));
+
+static int native_update(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,
+                         const unsigned char *in, int inl)
+{
+    size_t o = 0;
+    int r =
+        ORIG(cur.s, update_fn, OSSL_FUNC_CIPHER_UPDATE)(ctx, out, &o, cur.outsize, in, (size_t)inl);
+    *outl = (int)o;
+    return r;
+}
+
+static int native_cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsigned char *in,
+                         unsigned int inl)
+{
+    size_t o = 0; /* EVP_Cipher's answer for a provider cipher: the length, or -1 */
+    return ORIG(cur.s, update_fn, OSSL_FUNC_CIPHER_CIPHER)(ctx, out, &o, cur.outsize, in, inl)
+               ? (int)o
+               : -1;
+}
+
+static int native_final(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl)
+{
+    size_t o = 0;
+    int r = ORIG(cur.s, final_fn, OSSL_FUNC_CIPHER_FINAL)(ctx, out, &o, cur.outsize);
+    *outl = (int)o;
+    return r;
+}
+
+#define DATA_CALL_BEGIN(st)                                                                        \
+    struct tlsm_rsm_ctx *outer = tlsm_th.rec_cur;                                                  \
+    tlsm_th.rec_cur = (st)->rsm.in_rec ? &(st)->rsm : NULL;                                        \
+    tlsm_th.evp_depth++
+#define DATA_CALL_END()                                                                            \
+    tlsm_th.evp_depth--;                                                                           \
+    tlsm_th.rec_cur = outer
+
+static int tbl_update(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize,
+                      const unsigned char *in, size_t inl)
+{
+    update_fn fn = ORIG(s, update_fn, OSSL_FUNC_CIPHER_UPDATE);
+    struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
+    if (!st || inl > 0x7fffffff)
+        return fn(v, out, outl, outsize, in, inl);
+    DATA_CALL_BEGIN(st);
+    int ret, ol = 0;
+    if (st->rsm.in_rec && st->routed) {
+        cur.s = s, cur.outsize = outsize;
+        ret = tlsm_reroute_update(st, native_update, v, out, &ol, in, (int)inl);
+        if (ret > 0 && outl)
+            *outl = (size_t)ol;
+        /* Rejected payload (TLS 1.2 checks the tag here): as in tbl_cipher. */
+        if (ret <= 0 && out)
+            ret = fn(v, out, outl, outsize, in, inl);
+    } else {
+        if (out && st->rsm.in_rec)
+            note_impl(s, v);
+        ret = fn(v, out, outl, outsize, in, inl);
+    }
+    DATA_CALL_END();
+    int saved = errno;
+    ol = ret > 0 && outl ? (int)*outl : 0;
+    tlsm_rec_on_update(st, out, &ol, in, (int)inl, ret);
+    errno = saved;
+    return ret;
+}
+
+static int tbl_final(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize)
+{
+    final_fn fn = ORIG(s, final_fn, OSSL_FUNC_CIPHER_FINAL);
+    struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
+    if (!st)
+        return fn(v, out, outl, outsize);
+    DATA_CALL_BEGIN(st);
+    int ret, ol = 0;
+    if (st->rsm.in_rec && st->routed) {
+        cur.s = s, cur.outsize = outsize;
+        ret = tlsm_reroute_final(st, native_final, v, out, &ol);
+        if (ret > 0 && outl)
+            *outl = (size_t)ol;
+    } else {
+        ret = fn(v, out, outl, outsize);
+    }
+    DATA_CALL_END();
+    int saved = errno;
+    tlsm_rec_on_final(st, ret);
+    errno = saved;
+    return ret;
+}
+
+/* TLS 1.2: one call decrypts and checks the record (after its AAD, below). */
+static int tbl_cipher(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize,
+                      const unsigned char *in, size_t inl)
+{
+    update_fn fn = ORIG(s, update_fn, OSSL_FUNC_CIPHER_CIPHER);
+    struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
+    if (!st || inl > 0x7fffffff)
+        return fn(v, out, outl, outsize, in, inl);
+    DATA_CALL_BEGIN(st);
+    int ret;
+    if (st->rsm.in_rec && st->routed) {
+        cur.s = s, cur.outsize = outsize;
+        int r = tlsm_reroute_cipher(st, native_cipher, v, out, in, (unsigned int)inl);
+        ret = r >= 0;
+        if (ret && outl)
+            *outl = (size_t)r;
+        /* Rejected (a tampered record): the copy's own call fails the same way and leaves its
+         * own error on its queue, which tlsmeter cannot push into a copy it does not call
+         * (the EVP hooks forward the backend's error through the instance's ERR_* instead). */
+        if (!ret)
+            ret = fn(v, out, outl, outsize, in, inl);
+    } else {
+        if (out && st->rsm.in_rec)
+            note_impl(s, v);
+        ret = fn(v, out, outl, outsize, in, inl);
+    }
+    DATA_CALL_END();
+    int saved = errno;
+    tlsm_rec_on_cipher(st, out, (int)inl, ret && outl ? (int)*outl : -1);
+    errno = saved;
+    return ret;
+}
+
+/* One parameter set on a tracked context, told to the shadow as the EVP ctrl that sets it
+ * (EVP turns those ctrls into these parameters): the tag (TLS 1.3, before the payload), the
+ * TLS 1.2 fixed IV (at key time) and AAD, the IV length. ret: the provider's answer; the EVP
+ * ctrl answers a TLS 1.2 AAD with the tag length. Any other parameter cannot be mirrored:
+ * the shadow no longer matches, its records stay native. */
+static void mirror_param(struct tlsm_rec_state *st, const OSSL_PARAM *q, int ret)
+{
+    bool octets = q->data && q->data_type == OSSL_PARAM_OCTET_STRING;
+    int n = (int)q->data_size;
+    if (octets && !strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_TAG))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_TAG, n, q->data, ret);
+    else if (octets && !strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_IV_FIXED, n, q->data, ret);
+    else if (octets && !strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_TLS1_AAD, n, q->data,
+                            ret > 0 ? EVP_GCM_TLS_TAG_LEN : ret);
+    else if (!strcmp(q->key, OSSL_CIPHER_PARAM_AEAD_IVLEN) && q->data &&
+             q->data_type == OSSL_PARAM_UNSIGNED_INTEGER && q->data_size == sizeof(size_t))
+        tlsm_rec_after_ctrl(st, EVP_CTRL_AEAD_SET_IVLEN, (int)*(const size_t *)q->data, NULL, ret);
+    else if (strcmp(q->key, OSSL_CIPHER_PARAM_TLS_VERSION) &&
+             strcmp(q->key, OSSL_CIPHER_PARAM_TLS_MAC_SIZE))
+        st->shadow_ok = false;
+    /* (libssl sets the TLS version and MAC size on every TLS 1.2 context: for CBC-HMAC
+     * ciphers; the AEAD providers do not read them, and EVP passes them without a ctrl.) */
+}
+
+static int tbl_setp(struct tslot *s, void *v, const OSSL_PARAM *p)
+{
+    setp_fn fn = ORIG(s, setp_fn, OSSL_FUNC_CIPHER_SET_CTX_PARAMS);
+    struct tlsm_rec_state *st = untraced() || !p ? NULL : tlsm_rec_lookup(v);
+    if (!st)
+        return fn(v, p);
+    /* A TLS 1.2 AAD starts a record, as the EVP ctrl that passes it would. */
+    for (int i = 0; p[i].key && i < 16; i++)
+        if (!strcmp(p[i].key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) && p[i].data &&
+            p[i].data_type == OSSL_PARAM_OCTET_STRING)
+            tlsm_rec_on_ctrl(st, EVP_CTRL_AEAD_TLS1_AAD, (int)p[i].data_size, p[i].data,
+                             tlsm_now());
+    tlsm_th.evp_depth++;
+    int ret = fn(v, p);
+    tlsm_th.evp_depth--;
+    int saved = errno;
+    for (int i = 0; p[i].key && i < 16; i++)
+        mirror_param(st, &p[i], ret);
+    errno = saved;
+    return ret;
+}
+
+static void tbl_free(struct tslot *s, void *v)
+{
+    if (tlsm_tracing(&tlsm_th)) /* before: once freed, another context may get the address */
+        tlsm_rec_forget(v);
+    ORIG(s, free_fn, OSSL_FUNC_CIPHER_FREECTX)(v);
+}
+
+#define WRAPSET(i)                                                                                 \
+    static int dinit_##i(void *v, const unsigned char *k, size_t kl, const unsigned char *iv,      \
+                         size_t ivl, const OSSL_PARAM *p)                                          \
+    {                                                                                              \
+        return tbl_dinit(&slots[i], v, k, kl, iv, ivl, p);                                         \
+    }                                                                                              \
+    static int einit_##i(void *v, const unsigned char *k, size_t kl, const unsigned char *iv,      \
+                         size_t ivl, const OSSL_PARAM *p)                                          \
+    {                                                                                              \
+        return tbl_einit(&slots[i], v, k, kl, iv, ivl, p);                                         \
+    }                                                                                              \
+    static int update_##i(void *v, unsigned char *o, size_t *ol, size_t os,                        \
+                          const unsigned char *in, size_t inl)                                     \
+    {                                                                                              \
+        return tbl_update(&slots[i], v, o, ol, os, in, inl);                                       \
+    }                                                                                              \
+    static int final_##i(void *v, unsigned char *o, size_t *ol, size_t os)                         \
+    {                                                                                              \
+        return tbl_final(&slots[i], v, o, ol, os);                                                 \
+    }                                                                                              \
+    static int cipher_##i(void *v, unsigned char *o, size_t *ol, size_t os,                        \
+                          const unsigned char *in, size_t inl)                                     \
+    {                                                                                              \
+        return tbl_cipher(&slots[i], v, o, ol, os, in, inl);                                       \
+    }                                                                                              \
+    static int setp_##i(void *v, const OSSL_PARAM *p)                                              \
+    {                                                                                              \
+        return tbl_setp(&slots[i], v, p);                                                          \
+    }                                                                                              \
+    static void free_##i(void *v)                                                                  \
+    {                                                                                              \
+        tbl_free(&slots[i], v);                                                                    \
+    }
+WRAPSET(0)
+WRAPSET(1)
+WRAPSET(2)
+WRAPSET(3)
+WRAPSET(4)
+WRAPSET(5)
+WRAPSET(6)
+WRAPSET(7)
+WRAPSET(8)
+WRAPSET(9)
+WRAPSET(10)
+WRAPSET(11)
+
+typedef void (*any_fn)(void);
+/* Per slot, by function id; written in this order (tracking starts at decrypt_init, so
+ * everything that ends it or feeds it is in place first). */
+static const int order[] = {OSSL_FUNC_CIPHER_FREECTX,        OSSL_FUNC_CIPHER_ENCRYPT_INIT,
+                            OSSL_FUNC_CIPHER_SET_CTX_PARAMS, OSSL_FUNC_CIPHER_UPDATE,
+                            OSSL_FUNC_CIPHER_FINAL,          OSSL_FUNC_CIPHER_CIPHER,
+                            OSSL_FUNC_CIPHER_DECRYPT_INIT};
+#define W(i)                                                                                       \
+    {                                                                                              \
+        [OSSL_FUNC_CIPHER_FREECTX] = (any_fn)free_##i,                                             \
+        [OSSL_FUNC_CIPHER_ENCRYPT_INIT] = (any_fn)einit_##i,                                       \
+        [OSSL_FUNC_CIPHER_SET_CTX_PARAMS] = (any_fn)setp_##i,                                      \
+        [OSSL_FUNC_CIPHER_UPDATE] = (any_fn)update_##i,                                            \
+        [OSSL_FUNC_CIPHER_FINAL] = (any_fn)final_##i,                                              \
+        [OSSL_FUNC_CIPHER_CIPHER] = (any_fn)cipher_##i,                                            \
+        [OSSL_FUNC_CIPHER_DECRYPT_INIT] = (any_fn)dinit_##i,                                       \
+    }
+static const any_fn wraps[MAX_TSLOTS][TLSM_TBL_FN_MAX + 1] = {W(0), W(1), W(2), W(3), W(4),  W(5),
+                                                              W(6), W(7), W(8), W(9), W(10), W(11)};
+
+static bool install(struct tslot *s, int i)
+{
+    for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
+        if (!tlsm_tables_set(&s->copy, &s->t, order[k], wraps[i][order[k]])) {
+            for (size_t u = k; u-- > 0;) /* undo in reverse: decrypt_init never got ours */
+                tlsm_tables_set(&s->copy, &s->t, order[u], NULL);
+            return false;
+        }
+    return true;
+}
+
+/* Copies whose tables did not have the expected shape: left alone by every technique. */
+static const struct link_map *refused[8];
+static int nrefused;
+
+bool tlsm_table_refused(const struct link_map *lm)
+{
+    for (int i = 0; i < nrefused; i++)
+        if (refused[i] == lm)
+            return true;
+    return false;
+}
+
+/* One copy: its tables, checked, each into a slot. */
+static void reach_copy(const struct tlsm_table_copy *c)
+{
+    struct tlsm_cipher_table found[3];
+    char why[256];
+    int n = tlsm_tables_find(c, found, 3, why, sizeof(why));
+    const char *path = c->lm->l_name && c->lm->l_name[0] ? c->lm->l_name : "the program";
+    if (why[0] || !n) {
+        tlsm_warn("%s holds %s but its provider tables do not have OpenSSL 3.0's shape (%s): "
+                  "left alone, nothing of it is traced",
+                  path, c->version, why[0] ? why : "no AES-GCM or ChaCha20-Poly1305 table found");
+        if (nrefused < 8)
+            refused[nrefused++] = c->lm;
+        return;
+    }
+    /* Registered from its code: for a position-dependent executable _dl_find_object reports
+     * the range of the segment asked about, and the program's calls come from its code. */
+    struct tlsm_obj *o = tlsm_obj_of((const void *)found[0].orig[OSSL_FUNC_CIPHER_UPDATE]);
+    for (int k = 0; k < n && nslots < MAX_TSLOTS; k++) {
+        struct tslot *s = &slots[nslots];
+        memset(s, 0, sizeof(*s));
+        s->copy = *c;
+        s->t = found[k];
+        s->t.lib = o;
+        if (o && install(s, nslots))
+            nslots++;
+    }
+    if (o)
+        atomic_fetch_or(&o->reach, TLSM_REACH_TABLE);
+}
+
+/* From the constructor, before main: the copies loaded with the program. */
+void tlsm_table_reach_init(void)
+{
+    struct tlsm_table_copy copies[8];
+    if (!tlsm_cfg.patch)
+        return;
+    tlsm_th.guard++;
+    int n = tlsm_tables_copies(copies, 8);
+    for (int i = 0; i < n; i++)
+        reach_copy(&copies[i]);
+    tlsm_th.guard--;
+}

@@ -1,0 +1,20 @@
+/* reach.h: issue 15, the hooks that reach OpenSSL copies past LD_PRELOAD, set up from the
+ * constructor (main.c) in this order: provider tables (hook_table.c), then SSL_* entry
+ * points (hook_entry.c), then, for a copy whose SSL_read neither reaches, its libc socket
+ * reads (hook_sock.c). A copy whose tables have an unknown shape is left alone by all. */
+#ifndef TLSM_REACH_H
+#define TLSM_REACH_H
+
+#include "forward/tables.h"
+
+#include <link.h>
+#include <stdbool.h>
+
+void tlsm_table_reach_init(void);
+void tlsm_entry_reach_init(void);
+/* Was lm's table shape refused (then nothing else touches it)? */
+bool tlsm_table_refused(const struct link_map *lm);
+/* c's SSL_read cannot be reached: rewrite its libc socket reads. */
+void tlsm_sock_reach(const struct tlsm_table_copy *c);
+
+#endif
