@@ -119,11 +119,13 @@ static inline void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
-/* Start tracking ctx (any pointer that names one decrypt context: an EVP_CIPHER_CTX, or a
- * provider's cipher context reached through its dispatch table, hooks/hook_table.c) as a
- * record source of cipher name (a static string) in instance target. */
-void tlsm_rec_track_as(const void *ctx, const char *name, struct tlsm_obj *target,
-                       const unsigned char *key, const unsigned char *iv, bool has_params);
+/* Start tracking ctx (any pointer that names one record context: an EVP_CIPHER_CTX, or a
+ * provider's cipher context reached through its dispatch table, hooks/hook_table.c, which
+ * tracks decryption only) as a record source of direction dir and cipher name (a static
+ * string) in instance target. */
+void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
+                       struct tlsm_obj *target, const unsigned char *key, const unsigned char *iv,
+                       bool has_params);
 uint64_t tlsm_rec_untracked(void);
 
 #endif
