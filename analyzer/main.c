@@ -21,6 +21,7 @@ enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME, OUT_JSONL };
 struct env {
     enum output output;
     bool compare, quiet, by_bytes;
+    bool out; /* --direction out: --folded, --flamegraph and --chrome show the encrypting side */
     const char *outfile, *flamegraph, *sysroot, *perfetto;
     char **files_a, **files_b;
     int na, nb;
@@ -30,13 +31,16 @@ static const char usage_text[] =
     "usage: tlsmeter-analyze [options] TRACE...\n"
     "       tlsmeter-analyze --compare A B            (or: --compare A... --vs B...)\n"
     "Reads tlsmeter traces (JSON Lines, '-' for stdin) in one pass and reports where the\n"
-    "CPU went when TLS data was decrypted. Several traces merge into one (fleet) view.\n"
+    "CPU went when TLS data was decrypted and encrypted. Several traces merge into one\n"
+    "(fleet) view.\n"
     "\n"
     "  (default)          text report\n"
     "  -j, --json         one JSON summary object (for scripts and CI gates)\n"
     "  -f, --folded       folded call stacks weighted by crypto ns (flamegraph.pl, speedscope)\n"
     "  -F, --flamegraph SVG  also write an SVG flame graph weighted by crypto ns\n"
     "  -w, --weight ns|bytes  weight of --folded and --flamegraph (default ns)\n"
+    "  -d, --direction in|out  records --folded, --flamegraph and --chrome show: decrypted\n"
+    "                     (in, default) or encrypted (out); text and --json show both\n"
     "  -s, --sysroot DIR  symbolize stacks from DIR/PATH (a copy of the device's files)\n"
     "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
     "      --jsonl        the trace as format-1 JSON Lines (one object per event; reads\n"
@@ -72,15 +76,16 @@ static const struct option long_opts[] = {
     {"flamegraph", required_argument, NULL, 'F'},
     {"weight", required_argument, NULL, 'w'},
     {"sysroot", required_argument, NULL, 's'},
+    {"direction", required_argument, NULL, 'd'},
     {"jsonl", no_argument, NULL, 'J'},
     {NULL, 0, NULL, 0},
 };
 
 static bool takes_value(const char *a)
 {
-    static const char *const with_value[] = {"-o", "--output",  "-F", "--flamegraph",
-                                             "-w", "--weight",  "-s", "--sysroot",
-                                             "-P", "--perfetto"};
+    static const char *const with_value[] = {"-o", "--output",   "-F", "--flamegraph",
+                                             "-w", "--weight",   "-s", "--sysroot",
+                                             "-P", "--perfetto", "-d", "--direction"};
     size_t i;
 
     for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
@@ -143,6 +148,9 @@ static int parse_opt(struct env *env, int c)
     case 'w':
         env->by_bytes = !strcmp(optarg, "bytes");
         return env->by_bytes || !strcmp(optarg, "ns") ? 0 : -1;
+    case 'd':
+        env->out = !strcmp(optarg, "out");
+        return env->out || !strcmp(optarg, "in") ? 0 : -1;
     case 'v':
         return 0;
     case 'V':
@@ -181,7 +189,7 @@ static int parse_args(struct env *env, int argc, char **argv)
 {
     int before_vs = operands_before_vs(argc, argv), c;
 
-    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:", long_opts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:d:", long_opts, NULL)) != -1)
         if (parse_opt(env, c))
             return -1;
     if (optind >= argc ||
@@ -211,7 +219,7 @@ static int read_group(struct model *m, char **files, int n, FILE *warn)
             return EXIT_BAD_INPUT;
         }
     }
-    if (!m->st.recs && !m->st.reads && !reader__jsonl) {
+    if (!m->st.recs && !m->st.reads && !m->other_dir && !reader__jsonl) {
         fprintf(stderr, "tlsmeter-analyze: no rec or read event in the input%s\n",
                 model__blind_count(m, NULL) ? " (the report names TLS tlsmeter could not see)"
                                             : "");
@@ -253,10 +261,29 @@ static int write_flamegraph(const struct env *env, const struct model *m, const 
     return rc;
 }
 
+/* The encrypting side's model and summary beside the decrypting one (text, --json, --compare):
+ * the input read again with the model taking the other direction, only when the first pass
+ * saw events of it (traces without encryption cost nothing). Warnings were said once. */
+static int read_encrypt(struct model *mo, struct summary *so, char **files, int n)
+{
+    model__init(mo);
+    mo->out = true;
+    int rc = read_group(mo, files, n, NULL);
+    if (rc == EXIT_OK) {
+        stacks__finish(&mo->stacks);
+        summary__build(so, mo);
+    } else {
+        model__free(mo);
+    }
+    return rc;
+}
+
 static int write_single(const struct env *env, struct model *m, FILE *out, FILE *warn)
 {
-    static struct summary s;
-    struct profile p;
+    static struct summary s, so;
+    static struct model mo;
+    bool enc = false;
+    struct profile p, po;
     int rc = 0;
 
     if (!any_header(m))
@@ -273,20 +300,32 @@ static int write_single(const struct env *env, struct model *m, FILE *out, FILE 
     } else {
         summary__build(&s, m);
         s.prof = &p;
+        if (!m->out && m->other_dir)
+            enc = read_encrypt(&mo, &so, env->files_a, env->na) == EXIT_OK;
+        s.enc = enc ? &so : NULL;
+        if (enc) { /* who is encrypting: the write stacks, symbolized as the read ones */
+            profile__build(&po, &mo, env->sysroot, true, NULL);
+            so.prof = &po;
+        }
         if (env->output == OUT_JSON)
             rc |= report_json(out, &s);
         else
             report_text(out, &s);
     }
     profile__free(&p);
+    if (enc) {
+        profile__free(&po);
+        model__free(&mo);
+    }
     return rc;
 }
 
 static int run_compare(const struct env *env, FILE *out, FILE *warn)
 {
-    static struct model a, b;
-    static struct summary sa, sb;
+    static struct model a, b, ao, bo;
+    static struct summary sa, sb, sao, sbo;
     int ra, rb, rc = 0;
+    bool ea = false, eb = false;
 
     model__init(&a);
     model__init(&b);
@@ -295,6 +334,12 @@ static int run_compare(const struct env *env, FILE *out, FILE *warn)
     if ((ra == EXIT_OK || ra == EXIT_NO_EVENTS) && (rb == EXIT_OK || rb == EXIT_NO_EVENTS)) {
         summary__build(&sa, &a);
         summary__build(&sb, &b);
+        if (a.other_dir || b.other_dir) { /* both sides of both groups: A/B per direction */
+            ea = read_encrypt(&ao, &sao, env->files_a, env->na) == EXIT_OK;
+            eb = read_encrypt(&bo, &sbo, env->files_b, env->nb) == EXIT_OK;
+        }
+        sa.enc = ea && eb ? &sao : NULL;
+        sb.enc = ea && eb ? &sbo : NULL;
         if (env->output == OUT_JSON)
             rc = report_compare_json(out, &sa, &sb);
         else
@@ -302,6 +347,10 @@ static int run_compare(const struct env *env, FILE *out, FILE *warn)
     }
     model__free(&a);
     model__free(&b);
+    if (ea)
+        model__free(&ao);
+    if (eb)
+        model__free(&bo);
     if (ra != EXIT_OK)
         return ra;
     return rb != EXIT_OK ? rb : rc ? EXIT_IO : EXIT_OK;
@@ -328,6 +377,7 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
     int rc, wrc = 0;
 
     model__init(&m);
+    m.out = env->out;
     if (env->output == OUT_JSONL)
         reader__jsonl = out;
     if (env->output == OUT_CHROME) {

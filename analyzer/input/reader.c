@@ -78,6 +78,7 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
         return warn_event(r->t, o);
     case EV_REC:
     case EV_READ:
+    case EV_WRITE:
     case EV_CONN:
         if (event__from_json(&r->ev, o, err, errlen))
             return -1;

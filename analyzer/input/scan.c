@@ -157,7 +157,9 @@ int scan__line(const char *p, size_t n, struct event *e)
     skip_ws(&c);
     if (c.p != c.end)
         return -1;
-    return e->kind == EV_REC || e->kind == EV_READ || e->kind == EV_CONN ? 0 : -1;
+    return e->kind == EV_REC || e->kind == EV_READ || e->kind == EV_WRITE || e->kind == EV_CONN
+               ? 0
+               : -1;
 }
 
 int scan__tail(const char *p, size_t n, struct event *e)

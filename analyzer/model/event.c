@@ -31,6 +31,9 @@ static const struct field fields[] = {
     {"preempt", FT_INT, I_PREEMPT},
     {"wall_ns", FT_INT, I_WALL_NS},
     {"impl", FT_INT, I_IMPL},
+    {"write", FT_INT, I_WRITE},
+    {"asked", FT_INT, I_ASKED},
+    {"written", FT_INT, I_WRITTEN},
     {"ev", FT_STR, S_EV},
     {"cipher", FT_STR, S_CIPHER},
     {"path", FT_STR, S_PATH},
@@ -41,6 +44,7 @@ static const struct field fields[] = {
     {"role", FT_STR, S_ROLE},
     {"proto", FT_STR, S_PROTO},
     {"suite", FT_STR, S_SUITE},
+    {"dir", FT_STR, S_DIR},
     {"tag_ok", FT_BOOL, 0},
 };
 

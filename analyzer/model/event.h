@@ -44,6 +44,9 @@ enum ev_int {
     I_PREEMPT, /* rec: context switches seen during the record (docs/trace-format.md) */
     I_WALL_NS, /* rec: wall time when it differs from the on-CPU crypto_ns */
     I_IMPL,
+    I_WRITE,   /* rec dir out: the enclosing write's id (rec dir in: I_READ) */
+    I_ASKED,   /* write: bytes asked to write (read: I_WANT) */
+    I_WRITTEN, /* write: bytes written (read: I_GOT) */
     I_N
 };
 
@@ -58,6 +61,7 @@ enum ev_str {
     S_ROLE,
     S_PROTO,
     S_SUITE,
+    S_DIR, /* rec: "in" (decrypted, also when absent) or "out" (encrypted) */
     S_N
 };
 
@@ -117,6 +121,12 @@ static inline bool strv_eq(struct strv s, const char *lit)
         if (lit[i] != s.p[i] || !lit[i])
             return false;
     return lit[i] == '\0';
+}
+
+/* A rec of direction out (encrypted); absent or "in": decrypted (older traces). */
+static inline bool event__is_out(const struct event *e)
+{
+    return (e->have_s & (1u << S_DIR)) && strv_eq(e->s[S_DIR], "out");
 }
 
 #endif

@@ -198,7 +198,7 @@ static void stats_rec(struct stats *s, const struct event *e)
     s->gcm_ns += pos(e->i[I_GCM_NS]);
     if (!(e->have_s & (1u << S_GCM_FN)))
         return;
-    if (strv_eq(fn, "decrypt"))
+    if (strv_eq(fn, "decrypt") || strv_eq(fn, "encrypt")) /* the plain entry, per direction */
         s->gcm_dec += gb;
     else if (strv_eq(fn, "ctr32"))
         s->gcm_ctr += gb;
@@ -307,16 +307,61 @@ static void feed_conn(struct model *m, struct trace *t, const struct event *e)
     see_time(t, e->i[I_T], 0);
 }
 
+/* An event of the encrypting side as the decrypting side's code reads it: a write's asked and
+ * written become want and got, an out record's enclosing write its read. */
+static const struct event *as_in(const struct event *e, struct event *tmp)
+{
+    static const struct {
+        enum ev_int from, to;
+    } map[] = {{I_ASKED, I_WANT}, {I_WRITTEN, I_GOT}, {I_WRITE, I_READ}};
+    size_t i;
+
+    *tmp = *e;
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        tmp->have_i &= ~(1u << map[i].to);
+        if (!event__has(e, map[i].from))
+            continue;
+        tmp->i[map[i].to] = e->i[map[i].from];
+        tmp->have_i |= 1u << map[i].to;
+    }
+    if (e->kind == EV_WRITE)
+        tmp->kind = EV_READ;
+    return tmp;
+}
+
+/* Whether e belongs to the model's direction; the other direction's hot events are counted. */
+static bool this_dir(struct model *m, const struct event *e)
+{
+    bool out;
+
+    if (e->kind == EV_REC)
+        out = event__is_out(e);
+    else if (e->kind == EV_READ || e->kind == EV_WRITE)
+        out = e->kind == EV_WRITE;
+    else
+        return true;
+    if (out != m->out)
+        m->other_dir++;
+    return out == m->out;
+}
+
 int model__event(struct model *m, struct trace *t, const struct event *e, char *err, size_t errlen)
 {
     int rc = 0;
+    struct event tmp;
+    const struct event *f = e;
 
-    if (e->kind == EV_REC)
-        rc = feed_rec(m, t, e, err, errlen);
-    else if (e->kind == EV_READ)
-        rc = feed_read(m, t, e, err, errlen);
-    else if (e->kind == EV_CONN)
-        feed_conn(m, t, e);
+    if (this_dir(m, e)) {
+        if (m->out && e->kind != EV_CONN)
+            f = as_in(e, &tmp);
+        if (f->kind == EV_REC)
+            rc = feed_rec(m, t, f, err, errlen);
+        else if (f->kind == EV_READ)
+            rc = feed_read(m, t, f, err, errlen);
+        else if (f->kind == EV_CONN)
+            feed_conn(m, t, f);
+    }
+    /* A timeline (--chrome, --perfetto) shows both directions, each event as written. */
     if (!rc && m->hook && e->kind != EV_CONN)
         m->hook(m->hook_ctx, m, t, e);
     return rc;

@@ -206,6 +206,12 @@ struct model {
     struct stacks stacks; /* call stacks and the crypto weight per stack */
     event_hook hook;      /* called for every rec/read event (chrome output) */
     void *hook_ctx;
+    /* The direction this model holds: false = decryption (rec dir in, read events), true =
+     * encryption (rec dir out, write events read as reads: asked = want, written = got).
+     * The analyzer reads the input once per direction the input has (main.c), so every
+     * figure, table and verdict comes from the same code for both, never mixed. */
+    bool out;
+    uint64_t other_dir; /* rec and read/write events of the other direction, skipped */
 };
 
 void model__init(struct model *m);

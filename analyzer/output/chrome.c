@@ -149,7 +149,7 @@ static void rec_slice(struct chrome *c, const struct trace *t, const struct even
 
     /* 40 bytes of the cipher at most, cut between characters (half a character is not
      * UTF-8: json_pack refused it and the slice was lost). */
-    n = snprintf(name, sizeof(name), "decrypt %.*s",
+    n = snprintf(name, sizeof(name), "%s %.*s", event__is_out(e) ? "encrypt" : "decrypt",
                  (int)(e->s[S_CIPHER].n ? utf8_prefix(e->s[S_CIPHER].p, e->s[S_CIPHER].n, 40) : 0),
                  e->s[S_CIPHER].n ? e->s[S_CIPHER].p : "");
     slice(c, t, e, name, (size_t)n, "record", e->i[I_CRYPTO_NS]);
@@ -168,6 +168,14 @@ void chrome__event(void *ctx, const struct model *m, const struct trace *t, cons
     name_process(c, m, t);
     if (e->kind == EV_REC) {
         rec_slice(c, t, e);
+        return;
+    }
+    if (e->kind == EV_WRITE) { /* the sending side's calls, a category of their own */
+        slice(c, t, e, "SSL_write", 9, "write", e->i[I_NS]);
+        fprintf(c->out,
+                "\"conn\":%lld,\"asked\":%lld,\"written\":%lld,\"recs\":%lld,\"crypto_ns\":%lld}}",
+                (long long)e->i[I_CONN], (long long)e->i[I_ASKED], (long long)e->i[I_WRITTEN],
+                (long long)e->i[I_RECS], (long long)e->i[I_CRYPTO_NS]);
         return;
     }
     slice(c, t, e, "SSL_read", 8, "read", e->i[I_NS]);

@@ -99,6 +99,29 @@ static const char *group_name(const struct summary *s, char *buf, size_t n)
     return buf;
 }
 
+/* The encrypting side of both groups: the same rows (sent instead of received). */
+static void compare_encrypt(FILE *out, const struct summary *a, const struct summary *b)
+{
+    const struct stats *x = &a->m->st, *y = &b->m->st;
+    char pa[64], pb[64];
+
+    fprintf(out, "\nencryption (records sent)\n");
+    row_num(out, "sent MiB", "%.1f", (double)x->got / 1048576, (double)y->got / 1048576);
+    row_num(out, "writes", "%.0f", (double)x->reads, (double)y->reads);
+    row_num(out, "records", "%.0f", (double)x->recs, (double)y->recs);
+    row_ns(out, "crypto time", (double)a->crypto_ns, (double)b->crypto_ns);
+    row_num(out, "crypto ns/B", "%.3f", a->nspb, b->nspb);
+    row_num(out, "bulk ns/B median", "%.3f", bulk_median(a), bulk_median(b));
+    row_pct(out, "crypto share of CPU", a->share_cpu, b->share_cpu);
+    line(out, "implementation", impl__name(a->impl), impl__name(b->impl),
+         a->impl == b->impl ? "same" : "changed");
+    paths(a, pa, sizeof(pa));
+    paths(b, pb, sizeof(pb));
+    line(out, "paths", pa, pb, strcmp(pa, pb) ? "changed" : "same");
+    ids(out, "A", a);
+    ids(out, "B", b);
+}
+
 void report_compare_text(FILE *out, const struct summary *a, const struct summary *b)
 {
     const struct stats *x = &a->m->st, *y = &b->m->st;
@@ -127,6 +150,8 @@ void report_compare_text(FILE *out, const struct summary *a, const struct summar
     report_compare_hs(out, a, b);
     ids(out, "A", a);
     ids(out, "B", b);
+    if (a->enc && b->enc)
+        compare_encrypt(out, a->enc, b->enc);
 }
 
 static json_t *ratio(double a, double b)
@@ -134,13 +159,11 @@ static json_t *ratio(double a, double b)
     return a > 0 && b >= 0 ? json_real(round(b / a * 1e4) / 1e4) : json_null();
 }
 
-int report_compare_json(FILE *out, const struct summary *a, const struct summary *b)
+/* B over A of the figures an A/B reads; reads or writes after the summary's direction. */
+static json_t *ratios(const struct summary *a, const struct summary *b)
 {
-    json_t *o = json_object(), *r = json_object();
-    int rc;
+    json_t *r = json_object();
 
-    json_object_set_new(o, "a", report_json_object(a));
-    json_object_set_new(o, "b", report_json_object(b));
     json_object_set_new(r, "duration_ns", ratio((double)a->duration_ns, (double)b->duration_ns));
     json_object_set_new(r, "cpu_ns", ratio((double)a->cpu_ns, (double)b->cpu_ns));
     json_object_set_new(r, "crypto_ns", ratio((double)a->crypto_ns, (double)b->crypto_ns));
@@ -148,8 +171,24 @@ int report_compare_json(FILE *out, const struct summary *a, const struct summary
     json_object_set_new(r, "bulk_ns_per_byte_median", ratio(bulk_median(a), bulk_median(b)));
     json_object_set_new(r, "crypto_share_cpu", ratio(a->share_cpu, b->share_cpu));
     json_object_set_new(r, "throughput", ratio(a->throughput, b->throughput));
-    json_object_set_new(r, "reads", ratio((double)a->m->st.reads, (double)b->m->st.reads));
-    json_object_set_new(r, "handshake", report_compare_hs_json(a, b));
+    json_object_set_new(r, a->out ? "writes" : "reads",
+                        ratio((double)a->m->st.reads, (double)b->m->st.reads));
+    if (!a->out)
+        json_object_set_new(r, "handshake", report_compare_hs_json(a, b));
+    return r;
+}
+
+int report_compare_json(FILE *out, const struct summary *a, const struct summary *b)
+{
+    json_t *o = json_object(), *r;
+    int rc;
+
+    json_object_set_new(o, "a", report_json_object(a));
+    json_object_set_new(o, "b", report_json_object(b));
+    /* a.encrypt and b.encrypt hold each group's encrypting side; its ratios sit here. */
+    if (a->enc && b->enc)
+        json_object_set_new(o, "encrypt_ratio_b_over_a", ratios(a->enc, b->enc));
+    r = ratios(a, b);
     json_object_set_new(o, "ratio_b_over_a", r);
     rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     fputc('\n', out);

@@ -197,8 +197,8 @@ void perfetto__event(void *ctx, const struct model *m, const struct trace *t, co
     uint64_t ts = (uint64_t)at + (uint64_t)(t->start_unix_ns > 0 ? t->start_unix_ns : 0);
     if (e->kind == EV_REC) {
         struct strv c = e->s[S_CIPHER];
-        n = snprintf(name, sizeof(name), "decrypt %.*s", (int)(c.p && c.n < 40 ? c.n : 0),
-                     c.p ? c.p : "");
+        n = snprintf(name, sizeof(name), "%s %.*s", event__is_out(e) ? "encrypt" : "decrypt",
+                     (int)(c.p && c.n < 40 ? c.n : 0), c.p ? c.p : "");
         slice_head(p, track, "record", name, (size_t)n);
         annotate_int(p, "conn", e->i[I_CONN]);
         annotate_int(p, "len", e->i[I_LEN]);
@@ -207,6 +207,16 @@ void perfetto__event(void *ctx, const struct model *m, const struct trace *t, co
         annotate_str(p, "path", e->s[S_PATH]);
         annotate_str(p, "gcm_fn", e->s[S_GCM_FN]);
         slice_put(p, track, ts, e->i[I_CRYPTO_NS]);
+        return;
+    }
+    if (e->kind == EV_WRITE) { /* the sending side's calls, a category of their own */
+        slice_head(p, track, "write", "SSL_write", 9);
+        annotate_int(p, "conn", e->i[I_CONN]);
+        annotate_int(p, "asked", e->i[I_ASKED]);
+        annotate_int(p, "written", e->i[I_WRITTEN]);
+        annotate_int(p, "recs", e->i[I_RECS]);
+        annotate_int(p, "crypto_ns", e->i[I_CRYPTO_NS]);
+        slice_put(p, track, ts, e->i[I_NS]);
         return;
     }
     slice_head(p, track, "read", "SSL_read", 8);

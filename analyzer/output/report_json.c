@@ -1,5 +1,6 @@
 /* report_json.c: one JSON object per analysis, stable keys, for scripts and CI gates. */
 #include "output/report.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,46 @@ static json_t *unfired_arr(const struct trace *t)
     return a;
 }
 
+/* The connections of the summary's direction, most bytes first (the text report's table,
+ * uncut): a server's view. Bytes are the calls' (read got / write written). */
+static int by_bytes(const void *a, const void *b)
+{
+    const struct conn *x = *(const struct conn *const *)a, *y = *(const struct conn *const *)b;
+
+    if (x->st.got != y->st.got)
+        return x->st.got > y->st.got ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static json_t *conns_arr(const struct summary *s)
+{
+    const struct model *m = s->m;
+    const struct conn **v = xmalloc((m->nconns + 1) * sizeof(*v));
+    json_t *a = json_array();
+    size_t i;
+
+    for (i = 0; i < m->nconns; i++)
+        v[i] = &m->conns[i];
+    qsort(v, m->nconns, sizeof(*v), by_bytes);
+    for (i = 0; i < m->nconns; i++) {
+        const struct conn *c = v[i];
+        json_t *o = json_object();
+
+        if (!c->st.got && !c->st.recs)
+            continue;
+        json_object_set_new(o, "file", jstr(m->traces[c->trace].file));
+        json_object_set_new(o, "conn", json_integer(c->id));
+        json_object_set_new(o, "suite", jstr(model__name(m, c->suite)));
+        json_object_set_new(o, "calls", jint(c->st.reads));
+        json_object_set_new(o, "bytes", jint(c->st.got));
+        json_object_set_new(o, "records", jint(c->st.recs));
+        json_object_set_new(o, "crypto_ns", jint(c->st.crypto_ns));
+        json_array_append_new(a, o);
+    }
+    free(v);
+    return a;
+}
+
 static json_t *traces_arr(const struct summary *s)
 {
     json_t *a = json_array();
@@ -283,9 +324,10 @@ static void totals(json_t *o, const struct summary *s)
 {
     const struct stats *st = &s->m->st;
 
-    json_object_set_new(o, "bytes_read", jint(st->got));
-    json_object_set_new(o, "reads", jint(st->reads));
-    json_object_set_new(o, "reads_want_read", jint(st->want_read));
+    /* The encrypting side's calls are writes: the same figures under their own names. */
+    json_object_set_new(o, s->out ? "bytes_written" : "bytes_read", jint(st->got));
+    json_object_set_new(o, s->out ? "writes" : "reads", jint(st->reads));
+    json_object_set_new(o, s->out ? "writes_want_write" : "reads_want_read", jint(st->want_read));
     json_object_set_new(o, "records", jint(st->recs));
     json_object_set_new(o, "records_app", jint(st->recs_app));
     json_object_set_new(o, "records_tag_failed", jint(st->tag_fail));
@@ -313,15 +355,20 @@ json_t *report_json_object(const struct summary *s)
 {
     json_t *o = json_object();
 
+    if (s->out)
+        json_object_set_new(o, "direction", jstr("out"));
     totals(o, s);
-    json_object_set_new(o, "read_bytes", hist_obj(&s->m->read_got));
-    json_object_set_new(o, "read_want", hist_obj(&s->m->read_want));
+    json_object_set_new(o, s->out ? "write_bytes" : "read_bytes", hist_obj(&s->m->read_got));
+    json_object_set_new(o, s->out ? "write_asked" : "read_want", hist_obj(&s->m->read_want));
     json_object_set_new(o, "record_len", hist_obj(&s->m->rec_len));
-    json_object_set_new(o, "records_per_read", hist_obj(&s->m->recs_per_read));
+    json_object_set_new(o, s->out ? "records_per_write" : "records_per_read",
+                        hist_obj(&s->m->recs_per_read));
     json_object_set_new(o, "ciphers", rows_arr(s));
     json_object_set_new(o, "record_ns_per_byte", ciphers_nspb_arr(s));
     json_object_set_new(o, "buckets", buckets_arr(s));
     json_object_set_new(o, "connections", jint(s->m->nconns));
+    if (s->out) /* the encrypting side's per-connection table (a server's downloads) */
+        json_object_set_new(o, "conn_table", conns_arr(s));
     json_object_set_new(o, "threads", jint(s->m->nthreads));
     json_object_set_new(o, "handshake", hs_summary__json(&s->hs, s->cpu_ns));
     if (s->prof)
@@ -334,6 +381,9 @@ json_t *report_json_object(const struct summary *s)
     json_object_set_new(o, "lines_unknown", jint(s->lines_unknown));
     json_object_set_new(o, "dropped", jint(s->dropped));
     json_object_set_new(o, "truncated", json_boolean(s->truncated));
+    /* The encrypting side, the same figures from the same code (docs/analyzer.md). */
+    if (s->enc)
+        json_object_set_new(o, "encrypt", report_json_object(s->enc));
     return o;
 }
 

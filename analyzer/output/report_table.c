@@ -57,6 +57,7 @@ static void more(FILE *out, size_t n)
 
 static void conns(FILE *out, const struct model *m)
 {
+    const char *calls = m->out ? "writes" : "reads";
     struct order *o;
     struct fmtbuf a;
     size_t i;
@@ -65,7 +66,7 @@ static void conns(FILE *out, const struct model *m)
         return;
     o = sorted(m->conns, m->nconns, sizeof(*m->conns), offsetof(struct conn, st));
     fprintf(out, "connections  %zu\n  %-12s %-28s %8s %10s %8s %10s %7s %10s\n", m->nconns, "conn",
-            "suite", "reads", "bytes", "records", "crypto", "ns/B", "handshake");
+            "suite", calls, "bytes", "records", "crypto", "ns/B", "handshake");
     for (i = 0; i < m->nconns && i < TABLE_ROWS; i++) {
         const struct conn *c = &m->conns[o[i].idx];
         char id[32];
@@ -87,8 +88,8 @@ static void threads(FILE *out, const struct model *m)
     if (m->nthreads < 2)
         return;
     o = sorted(m->threads, m->nthreads, sizeof(*m->threads), offsetof(struct thread, st));
-    fprintf(out, "threads      %zu\n  %-16s %8s %10s %8s %10s %7s\n", m->nthreads, "tid", "reads",
-            "bytes", "records", "crypto", "ns/B");
+    fprintf(out, "threads      %zu\n  %-16s %8s %10s %8s %10s %7s\n", m->nthreads, "tid",
+            m->out ? "writes" : "reads", "bytes", "records", "crypto", "ns/B");
     for (i = 0; i < m->nthreads && i < TABLE_ROWS; i++) {
         const struct thread *t = &m->threads[o[i].idx];
         char id[32];

@@ -62,17 +62,24 @@ void text_hist(FILE *out, const struct hist *h, const char *indent)
     }
 }
 
+/* The calls of the summary's direction: SSL_read* (decrypting) or SSL_write* (encrypting). */
+static const char *call(const struct summary *s)
+{
+    return s->out ? "write" : "read";
+}
+
 static void reads(FILE *out, const struct summary *s)
 {
     const struct model *m = s->m;
     const struct stats *st = &m->st;
-    fprintf(out, "reads        %llu calls: %llu returned data, %llu WANT_READ, %llu other\n",
-            (unsigned long long)st->reads, (unsigned long long)st->reads_ok,
-            (unsigned long long)st->want_read,
+    fprintf(out, "%-12s %llu calls: %llu %s data, %llu WANT_%s, %llu other\n",
+            s->out ? "writes" : "reads", (unsigned long long)st->reads,
+            (unsigned long long)st->reads_ok, s->out ? "wrote" : "returned",
+            (unsigned long long)st->want_read, s->out ? "WRITE" : "READ",
             (unsigned long long)(st->reads_fail - st->want_read));
     if (!m->read_got.n)
         return;
-    fprintf(out, "  bytes/read p50 %llu, p90 %llu, p99 %llu, max %llu; asked p50 %llu\n",
+    fprintf(out, "  bytes/%s p50 %llu, p90 %llu, p99 %llu, max %llu; asked p50 %llu\n", call(s),
             U(hist__pct(&m->read_got, 0.5)), U(hist__pct(&m->read_got, 0.9)),
             U(hist__pct(&m->read_got, 0.99)), U(m->read_got.max), U(hist__pct(&m->read_want, 0.5)));
     text_hist(out, &m->read_got, "    ");
@@ -82,9 +89,9 @@ static void records(FILE *out, const struct summary *s)
 {
     const struct model *m = s->m;
     const struct stats *st = &m->st;
-    fprintf(out, "records      %llu (%llu application data), %.2f per read",
+    fprintf(out, "records      %llu (%llu application data), %.2f per %s",
             (unsigned long long)st->recs, (unsigned long long)st->recs_app,
-            st->reads ? (double)st->recs_in_reads / (double)st->reads : 0.0);
+            st->reads ? (double)st->recs_in_reads / (double)st->reads : 0.0, call(s));
     if (st->tag_fail)
         fprintf(out, ", %llu failed tag", (unsigned long long)st->tag_fail);
     fputc('\n', out);
@@ -262,6 +269,25 @@ static void input(FILE *out, const struct summary *s)
     }
 }
 
+/* The encrypting side (SSL_write* calls and the records sealed for them), beside the
+ * decrypting one: the same sections from the same code. */
+static void encryption(FILE *out, const struct summary *e)
+{
+    struct fmtbuf a, b;
+
+    fprintf(out, "\nencryption   records this process sealed and sent (rec dir out)\n");
+    fprintf(out, "sent         %s, %s over the duration\n", fmt_bytes(&a, e->m->st.got),
+            fmt_rate(&b, e->throughput));
+    reads(out, e);
+    records(out, e);
+    crypto(out, e);
+    implementation(out, e);
+    if (e->prof && e->prof->any_stacks)
+        report_callers(out, e->prof);
+    report_conns(out, e);
+    verdicts(out, e);
+}
+
 void report_text(FILE *out, const struct summary *s)
 {
     head(out, s);
@@ -274,5 +300,7 @@ void report_text(FILE *out, const struct summary *s)
     report_conns(out, s);
     report_handshake(out, s);
     verdicts(out, s);
+    if (s->enc)
+        encryption(out, s->enc);
     input(out, s);
 }

@@ -138,6 +138,7 @@ void summary__build(struct summary *s, const struct model *m)
 {
     memset(s, 0, sizeof(*s));
     s->m = m;
+    s->out = m->out;
     build_traces(s);
     build_rows(s);
     summary__classes(s);

@@ -49,6 +49,8 @@ struct cipher_fig {
 
 struct summary {
     const struct model *m;
+    bool out;                   /* of the encrypting side (m->out): words and verdicts follow */
+    const struct summary *enc;  /* the encrypting side's summary beside this one, or NULL */
     const struct profile *prof; /* NULL: no caller attribution (compare) */
     int64_t duration_ns;        /* summed over traces: process-seconds for a fleet */
     int64_t cpu_ns;             /* -1 when any trace lacks its end line */

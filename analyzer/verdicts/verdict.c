@@ -13,6 +13,12 @@ struct ref {
     const char *src;
 };
 
+/* What the summary's records went through: the words of its verdicts. */
+static const char *noun(const struct summary *s)
+{
+    return s->out ? "encryption" : "decryption";
+}
+
 static bool row_is(const struct summary *s, const struct row *w, const char *path)
 {
     return !strcmp(model__name(s->m, w->path), path);
@@ -115,27 +121,27 @@ static void software_aes(struct summary *s, const struct row *w)
 
     cost_text(w, cost, sizeof(cost));
     if (bulk < 0) {
-        v = summary__verdict(
-            s, V_SOFTWARE_AES, "problem",
-            "%s decryption is not all in hardware (%s): %s, %s %s; no gain figure: "
-            "fewer than %d bulk records, and smaller records' ns/B is fixed "
-            "per-record work, not the cipher",
-            cipher, w->detail, cost, fmt_pct(&a, sh), of, BULK_MIN_RECORDS);
+        v = summary__verdict(s, V_SOFTWARE_AES, "problem",
+                             "%s %s is not all in hardware (%s): %s, %s %s; no gain figure: "
+                             "fewer than %d bulk records, and smaller records' ns/B is fixed "
+                             "per-record work, not the cipher",
+                             cipher, noun(s), w->detail, cost, fmt_pct(&a, sh), of,
+                             BULK_MIN_RECORDS);
     } else if (!find_ref(s, w->cipher, false, &r)) {
         v = summary__verdict(
             s, V_SOFTWARE_AES, "problem",
-            "%s decryption is not all in hardware (%s): %s, %s %s; the expected gain cannot "
+            "%s %s is not all in hardware (%s): %s, %s %s; the expected gain cannot "
             "be computed from this trace: record again with TLSMETER_CALIBRATE=1 (measures the "
             "hardware path once at start-up) or run `tlsmeter ab` (reroutes to hardware)",
-            cipher, w->detail, cost, fmt_pct(&a, sh), of);
+            cipher, noun(s), w->detail, cost, fmt_pct(&a, sh), of);
     } else {
         double gain = bulk / r.nspb;
 
         v = summary__verdict(s, V_SOFTWARE_AES, "problem",
-                             "%s decryption is not all in hardware (%s): %s, %s %s; hardware "
+                             "%s %s is not all in hardware (%s): %s, %s %s; hardware "
                              "AES on this CPU does %.2f ns/B (%s); expected gain ~%s on bulk "
                              "records, their crypto %s -> %s",
-                             cipher, w->detail, cost, fmt_pct(&a, sh), of, r.nspb, r.src,
+                             cipher, noun(s), w->detail, cost, fmt_pct(&a, sh), of, r.nspb, r.src,
                              fmt_ratio(&b, gain), fmt_ns(&c, (double)bulk_ns),
                              fmt_ns(&d, (double)bulk_ns / gain));
         verdict__evidence(v, "hw_ns_per_byte", r.nspb);
@@ -186,8 +192,8 @@ static void hardware_aes(struct summary *s, const struct row *w)
 
     cost_text(w, cost, sizeof(cost));
     v = summary__verdict(
-        s, V_HARDWARE_AES, "info", "%s decryption uses hardware AES (%s): %s, %s %s%s",
-        model__name(s->m, w->cipher), w->detail, cost, fmt_pct(&a, sh), of,
+        s, V_HARDWARE_AES, "info", "%s %s uses hardware AES (%s): %s, %s %s%s",
+        model__name(s->m, w->cipher), noun(s), w->detail, cost, fmt_pct(&a, sh), of,
         sh < 0.05 ? ": crypto is not the bottleneck; look at reads and records" : "");
     gain_evidence(v, w);
     verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
@@ -202,12 +208,13 @@ static void reroute(struct summary *s, const struct row *w)
 
     cost_text(w, cost, sizeof(cost));
     v = summary__verdict(s, V_REROUTE, "info",
-                         "%llu %s records were decrypted by the reroute backend (path %s, %s): "
-                         "%s, crypto %s; compare with a native run of the same download "
+                         "%llu %s records were %s by the reroute backend (path %s, %s): "
+                         "%s, crypto %s; compare with a native run of the same %s "
                          "(--compare NATIVE.jsonl THIS.jsonl) for the gain",
                          (unsigned long long)w->st.recs, model__name(s->m, w->cipher),
-                         model__name(s->m, w->path), impl__name(w->cls), cost,
-                         fmt_ns(&a, (double)w->crypto_ns));
+                         s->out ? "encrypted" : "decrypted", model__name(s->m, w->path),
+                         impl__name(w->cls), cost, fmt_ns(&a, (double)w->crypto_ns),
+                         s->out ? "transfer" : "download");
     verdict__evidence(v, "records", (double)w->st.recs);
     gain_evidence(v, w);
 }
@@ -238,6 +245,8 @@ static void crypto_verdicts(struct summary *s)
 void verdicts__build(struct summary *s)
 {
     crypto_verdicts(s);
+    if (s->out)
+        return; /* the read-side and blind-spot verdicts are the decrypting summary's */
     verdicts_io(s);
     verdicts_hs(s);
     verdicts_blind(s);

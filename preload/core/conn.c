@@ -1,4 +1,4 @@
-/* conn.c: connection ids, handshake timing, read events, per-connection totals. */
+/* conn.c: connection ids, handshake timing, read and write events, per-connection totals. */
 #include "core/conn.h"
 #include "forward/blind.h"
 #include "base/clock.h"
@@ -22,14 +22,17 @@ struct tlsm_conn_state {
     struct tlsm_obj *lib;
     uint64_t hs_first; /* ticks at the first handshake call */
     uint64_t hs_ticks; /* time inside handshake calls */
-    uint64_t reads, got, recs, crypto_ns, preempt;
+    /* Per direction (in: reads, out: writes): calls, bytes returned / written, records. */
+    struct {
+        uint64_t calls, bytes, recs, crypto_ns, preempt;
+    } tot[2];
     bool ktls_asked;   /* issue 7: kTLS receive probed once (blind.c) */
     struct tlsm_hs hs; /* issue 18: the handshake's parts */
 };
 
 static struct tlsm_table conns;
 static _Atomic uint32_t next_conn = 1;
-static _Atomic uint64_t next_read = 1;
+static _Atomic uint64_t next_io[2] = {1, 1}; /* read ids, write ids */
 
 int tlsm_conn_init(void)
 {
@@ -168,19 +171,17 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
     maybe_open(cs, ssl, t1);
 }
 
-void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
+void tlsm_io_begin(enum tlsm_dir dir)
 {
-    struct tlsm_thread *th = &tlsm_th;
-    (void)sc;
-    (void)t0;
-    th->in_read = true;
-    th->read_id = atomic_fetch_add_explicit(&next_read, 1, memory_order_relaxed);
-    th->read_recs = 0;
-    th->read_preempt = 0;
-    th->read_crypto_ns = 0;
+    struct tlsm_io_tally *io = &tlsm_th.io[dir];
+    io->active = true;
+    io->id = atomic_fetch_add_explicit(&next_io[dir], 1, memory_order_relaxed);
+    io->recs = 0;
+    io->preempt = 0;
+    io->crypto_ns = 0;
 }
 
-void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
+void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
 {
     struct tlsm_thread *th = &tlsm_th;
     /* A record of the handshake: its part `records`, unless the thread has no switch detector
@@ -192,42 +193,59 @@ void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
         th->hs_cur->part_calls[TLSM_HS_RECORDS]++;
         th->hs_cur->preempt += preempted;
     }
-    if (th->in_read) {
-        th->read_recs++;
-        th->read_preempt += preempted;
-        th->read_crypto_ns += crypto_ns;
+    struct tlsm_io_tally *io = &th->io[dir];
+    if (io->active) {
+        io->recs++;
+        io->preempt += preempted;
+        io->crypto_ns += crypto_ns;
     } else if (th->conn_state) {
-        /* Records outside reads (handshake) count for the connection directly. */
-        th->conn_state->recs++;
-        th->conn_state->preempt += preempted;
-        th->conn_state->crypto_ns += crypto_ns;
+        /* Records outside a call of their direction (handshake, a key update answered
+         * inside a read) count for the connection directly. */
+        th->conn_state->tot[dir].recs++;
+        th->conn_state->tot[dir].preempt += preempted;
+        th->conn_state->tot[dir].crypto_ns += crypto_ns;
     }
 }
 
-static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *fn, int64_t want,
-                       int ret, int64_t got, uint64_t t0, uint64_t t1)
+/* The two size keys of each direction's event, as written by TLSM_KEY (docs/
+ * trace-format.md). */
+#define IO_KEY(k)                                                                                  \
+    {                                                                                              \
+        TLSM_KEY(k)                                                                                \
+    }
+static const struct {
+    struct {
+        const char *k;
+        size_t n;
+    } want, got;
+} io_keys[2] = {{IO_KEY("want"), IO_KEY("got")}, {IO_KEY("asked"), IO_KEY("written")}};
+
+static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                     int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
 {
     struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_io_tally *io = &th->io[dir];
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(READ));
+    tlsm_json_begin(&j, line, sizeof(line), dir == TLSM_DIR_OUT ? TLSM_EV(WRITE) : TLSM_EV(READ));
     tlsm_json_int(&j, "t", ns_since_t0(t0));
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", cs ? cs->id : 0);
-    tlsm_json_int(&j, "id", (int64_t)th->read_id);
+    tlsm_json_int(&j, "id", (int64_t)io->id);
     tlsm_json_safe(&j, "fn", fn);
-    tlsm_json_int(&j, "want", want);
-    tlsm_json_int(&j, "got", got);
+    tlsm_json_int_k(&j, io_keys[dir].want.k, io_keys[dir].want.n, want);
+    tlsm_json_int_k(&j, io_keys[dir].got.k, io_keys[dir].got.n, got);
     if (got <= 0 && cs && cs->lib && cs->lib->abi.ssl_error) {
         th->guard++;
         tlsm_json_int(&j, "err", cs->lib->abi.ssl_error(ssl, ret));
         th->guard--;
     }
     tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
-    tlsm_json_int(&j, "recs", th->read_recs);
-    tlsm_json_int(&j, "crypto_ns", (int64_t)th->read_crypto_ns);
-    if (th->read_preempt)
-        tlsm_json_int(&j, "preempt", th->read_preempt);
+    tlsm_json_int(&j, "recs", io->recs);
+    tlsm_json_int(&j, "crypto_ns", (int64_t)io->crypto_ns);
+    if (io->preempt)
+        tlsm_json_int(&j, "preempt", io->preempt);
+    /* Reads and writes are both call-site samples (a write's site differs from a read's). */
     uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
     if (stack)
         tlsm_json_int(&j, "stack", stack);
@@ -236,30 +254,32 @@ static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *f
         tlsm_trace_line(line, n);
 }
 
-void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
-                   int ret, int64_t got, uint64_t t0, uint64_t t1)
+void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
 {
     struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_io_tally *io = &th->io[dir];
     struct tlsm_conn_state *cs = sc->cs;
-    th->in_read = false;
+    io->active = false;
     if (cs) {
-        cs->reads++;
+        cs->tot[dir].calls++;
         /* A peek's bytes are returned again by a later read: count them once. */
         if (strncmp(fn, "SSL_peek", 8))
-            cs->got += got > 0 ? (uint64_t)got : 0;
-        cs->recs += th->read_recs;
-        cs->crypto_ns += th->read_crypto_ns;
-        cs->preempt += th->read_preempt;
+            cs->tot[dir].bytes += got > 0 ? (uint64_t)got : 0;
+        cs->tot[dir].recs += io->recs;
+        cs->tot[dir].crypto_ns += io->crypto_ns;
+        cs->tot[dir].preempt += io->preempt;
         tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
         /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
          * decrypts for this connection (kTLS receive makes no EVP call). */
-        if (got > 0 && !th->read_recs && !cs->ktls_asked) {
+        if (dir == TLSM_DIR_IN && got > 0 && !io->recs && !cs->ktls_asked) {
             cs->ktls_asked = true;
             tlsm_blind_ktls(cs->lib, ssl, cs->id);
         }
     }
-    if (tlsm_cfg.reads && tlsm_trace_ready())
-        write_read(cs, ssl, fn, want, ret, got, t0, t1);
+    bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
+    if (want_ev && tlsm_trace_ready())
+        write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
 }
 
 void tlsm_conn_free(const SSL *ssl)
@@ -275,12 +295,19 @@ void tlsm_conn_free(const SSL *ssl)
         tlsm_json_int(&j, "tid", tlsm_th.tid);
         tlsm_json_int(&j, "conn", cs->id);
         tlsm_json_str(&j, "phase", "close");
-        tlsm_json_int(&j, "reads", (int64_t)cs->reads);
-        tlsm_json_int(&j, "got", (int64_t)cs->got);
-        tlsm_json_int(&j, "recs", (int64_t)cs->recs);
-        tlsm_json_int(&j, "crypto_ns", (int64_t)cs->crypto_ns);
-        if (cs->preempt)
-            tlsm_json_int(&j, "preempt", (int64_t)cs->preempt);
+        tlsm_json_int(&j, "reads", (int64_t)cs->tot[TLSM_DIR_IN].calls);
+        tlsm_json_int(&j, "got", (int64_t)cs->tot[TLSM_DIR_IN].bytes);
+        tlsm_json_int(&j, "recs", (int64_t)cs->tot[TLSM_DIR_IN].recs);
+        tlsm_json_int(&j, "crypto_ns", (int64_t)cs->tot[TLSM_DIR_IN].crypto_ns);
+        if (cs->tot[TLSM_DIR_IN].preempt)
+            tlsm_json_int(&j, "preempt", (int64_t)cs->tot[TLSM_DIR_IN].preempt);
+        /* The same totals of the sending side (docs/trace-format.md). */
+        tlsm_json_int(&j, "writes", (int64_t)cs->tot[TLSM_DIR_OUT].calls);
+        tlsm_json_int(&j, "wbytes", (int64_t)cs->tot[TLSM_DIR_OUT].bytes);
+        tlsm_json_int(&j, "wrecs", (int64_t)cs->tot[TLSM_DIR_OUT].recs);
+        tlsm_json_int(&j, "wcrypto_ns", (int64_t)cs->tot[TLSM_DIR_OUT].crypto_ns);
+        if (cs->tot[TLSM_DIR_OUT].preempt)
+            tlsm_json_int(&j, "wpreempt", (int64_t)cs->tot[TLSM_DIR_OUT].preempt);
         size_t n = tlsm_json_end(&j, line);
         if (n)
             tlsm_trace_line(line, n);

@@ -1,7 +1,8 @@
-/* conn.h: connections (one per SSL*) and the reads made on them. */
+/* conn.h: connections (one per SSL*) and the reads and writes made on them. */
 #ifndef TLSM_CONN_H
 #define TLSM_CONN_H
 
+#include "core/recsm.h"
 #include "forward/obj.h"
 
 #include <openssl/ssl.h>
@@ -34,13 +35,16 @@ void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64
 /* An SSL_write/SSL_read call returned before the handshake was seen complete. */
 void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
                                   uint64_t t1);
-/* A read is starting / has returned. */
-void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0);
-void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
-                   int ret, int64_t got, uint64_t t0, uint64_t t1);
-/* A record finished on this thread: count it for the current read and connection
- * (crypto_ns as in its rec event; preempted: it carries a `preempt` flag). */
-void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted);
+/* A read (dir in) or write (dir out) is starting / has returned: one code for both, the
+ * event kind and its key names come from the direction (read: want/got, write:
+ * asked/written). */
+void tlsm_io_begin(enum tlsm_dir dir);
+void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1);
+/* A record of direction dir finished on this thread: count it for the current call of its
+ * direction and the connection (crypto_ns as in its rec event; preempted: it carries a
+ * `preempt` flag). */
+void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted);
 /* SSL_free: write the close event, forget the connection. */
 void tlsm_conn_free(const SSL *ssl);
 

@@ -80,17 +80,16 @@ static const char *aead_name(int nid, bool *gcm)
     }
 }
 
-/* The one place that decides which directions are traced: decryption only, until the
- * analyzer separates `dir` (the machine knows both). enc as EVP takes it: 0 decrypt, -1
- * unchanged, anything else encrypt (libssl passes 1 or, for TLS 1.3 keys, 2). */
-static bool traced_dir(int enc)
+/* The direction of a context keyed with enc as EVP takes it: 0 decrypt, anything else
+ * encrypt (libssl passes 1 or, for TLS 1.3 keys, 2; -1 "unchanged" never keys a cipher). */
+static enum tlsm_dir dir_of(int enc)
 {
-    return enc == 0;
+    return enc ? TLSM_DIR_OUT : TLSM_DIR_IN;
 }
 
-/* A context libssl keys for decryption with an AEAD cipher becomes a record source. */
+/* A context libssl keys with an AEAD cipher becomes a record source, in its direction. */
 static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                  const unsigned char *iv, bool has_params, const void *caller,
+                  const unsigned char *iv, int enc, bool has_params, const void *caller,
                   struct tlsm_obj *target)
 {
     struct tlsm_obj *co = tlsm_obj_of(caller);
@@ -104,11 +103,12 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
         tlsm_rec_forget(ctx);
         return;
     }
-    tlsm_rec_track_as(ctx, name, target, key, iv, has_params);
+    tlsm_rec_track_as(ctx, name, dir_of(enc), target, key, iv, has_params);
 }
 
-void tlsm_rec_track_as(const void *ctx, const char *name, struct tlsm_obj *target,
-                       const unsigned char *key, const unsigned char *iv, bool has_params)
+void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
+                       struct tlsm_obj *target, const unsigned char *key, const unsigned char *iv,
+                       bool has_params)
 {
     struct tlsm_rec_state *st = tlsm_table_put(&ctxs, ctx);
     if (!st)
@@ -117,8 +117,11 @@ void tlsm_rec_track_as(const void *ctx, const char *name, struct tlsm_obj *targe
         tlsm_rec_obs.forget(st);
     memset(st, 0, sizeof(*st));
     /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
-    tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, TLSM_DIR_IN, strncmp(name, "AES", 3) ? 0 : 8);
+    tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, dir, strncmp(name, "AES", 3) ? 0 : 8);
     st->lib = target;
+    /* Used for sealing contexts only (reroute.c), which are always EVP_CIPHER_CTXs: the
+     * provider-table path (hooks/hook_table.c) tracks decryption only. */
+    st->ctx = (EVP_CIPHER_CTX *)(uintptr_t)ctx;
     st->conn = tlsm_th.conn;
     if (tlsm_rec_obs.keyed)
         tlsm_rec_obs.keyed(st, key, iv, has_params);
@@ -133,10 +136,6 @@ void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsig
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    if (enc != -1 && !traced_dir(enc)) { /* turned to encryption: no longer a source */
-        tlsm_rec_forget(ctx);
-        return;
-    }
     unsigned given =
         (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
     tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
@@ -150,8 +149,7 @@ void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const un
     if (ret <= 0)
         return;
     if (cipher) {
-        if (traced_dir(enc))
-            track(ctx, cipher, key, iv, has_params, caller, target);
+        track(ctx, cipher, key, iv, enc, has_params, caller, target);
         return;
     }
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
@@ -179,8 +177,9 @@ static void rec_forgotten(void *arg, struct tlsm_rsm_ctx *c, bool was_open)
         tlsm_rec_obs.forget(state_of(c));
 }
 
-/* A finished record: the rec line (docs/trace-format.md), connection and read totals. Only
- * decrypt contexts are tracked (track()), so c->dir is "in" here. */
+/* A finished record of either direction: the rec line (docs/trace-format.md), connection
+ * and read or write totals. An "in" record names its enclosing read, an "out" one its
+ * write (0: none, such as a key update sent inside a read). */
 static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
 {
     struct tlsm_thread *th = &tlsm_th;
@@ -190,22 +189,30 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     uint32_t conn = th->conn ? th->conn : st->conn;
     if (conn)
         st->conn = conn;
-    if (!th->ssl_depth) /* its read bypassed the SSL_* hooks? (blind_calls.c) */
+    /* Its read bypassed the SSL_* hooks? (blind_calls.c). Not for a sealed record: libssl
+     * seals outside reads and writes too (the close_notify of SSL_shutdown, not hooked). */
+    if (!th->ssl_depth && c->dir == TLSM_DIR_IN)
         tlsm_blind_orphan_record(tlsm_now());
-    tlsm_conn_add_record(sp.cpu_ns, sp.preempt > 0);
+    tlsm_conn_add_record((enum tlsm_dir)c->dir, sp.cpu_ns, sp.preempt > 0);
     if (tlsm_rec_obs.record_end)
         tlsm_rec_obs.record_end(st);
     if (!tlsm_cfg.records || !tlsm_trace_ready())
         return;
-    static const char *const fns[] = {"none", "decrypt", "ctr32", "both"};
+    static const char *const fns[2][4] = {{"none", "decrypt", "ctr32", "both"},
+                                          {"none", "encrypt", "ctr32", "both"}};
+    bool out = c->dir == TLSM_DIR_OUT;
+    const struct tlsm_io_tally *io = &th->io[out];
     char line[768];
     struct tlsm_json j;
     tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(REC));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(c->t0 - tlsm_trace_t0));
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", st->conn);
-    tlsm_json_int(&j, "read", th->in_read ? (int64_t)th->read_id : 0);
-    tlsm_json_safe(&j, "dir", c->dir == TLSM_DIR_OUT ? "out" : "in");
+    if (out)
+        tlsm_json_int(&j, "write", io->active ? (int64_t)io->id : 0);
+    else
+        tlsm_json_int(&j, "read", io->active ? (int64_t)io->id : 0);
+    tlsm_json_safe(&j, "dir", out ? "out" : "in");
     tlsm_json_safe(&j, "tls", c->tls == TLSM_TLS12 ? "1.2" : c->tls == TLSM_TLS13 ? "1.3" : "?");
     tlsm_json_int(&j, "type", c->type);
     tlsm_json_int(&j, "len", c->len);
@@ -219,7 +226,7 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
         tlsm_json_int(&j, "wall_ns", (int64_t)sp.wall_ns);
     tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_cpu_delta_ns(th, c->gcm_ticks));
     tlsm_json_int(&j, "gcm_bytes", (int64_t)c->gcm_bytes);
-    tlsm_json_safe(&j, "gcm_fn", fns[c->gcm_fns & 3]);
+    tlsm_json_safe(&j, "gcm_fn", fns[out][c->gcm_fns & 3]);
     tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
     tlsm_json_bool(&j, "tag_ok", ok);
     tlsm_json_int(&j, "lib", st->routed ? st->backend_lib : st->lib ? st->lib->lib_id : 0);

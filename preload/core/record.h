@@ -15,8 +15,8 @@
 
 struct tlsm_backend;
 
-/* What tlsmeter knows of one libssl decrypt context. Only the thread driving the context
- * touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
+/* What tlsmeter knows of one libssl record context (decrypt or encrypt). Only the thread driving
+ * the context touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
 struct tlsm_rec_state {
     struct tlsm_rsm_ctx rsm; /* the record machine's part: direction, record in flight */
     struct tlsm_obj *lib;
@@ -27,11 +27,19 @@ struct tlsm_rec_state {
     EVP_CIPHER_CTX *shadow;
     bool shadow_ok;      /* every metadata call so far mirrored successfully */
     bool routed;         /* the record in flight goes to the backend */
-    bool verify;         /* ... and is decrypted natively too, for comparison */
+    bool verify;         /* ... and is run natively too, for comparison */
     bool data_sent;      /* a data call of the routed record went to the backend */
     int8_t verdict;      /* verify result: 0 none, 1 same, -1 mismatch */
-    unsigned char *vbuf; /* verify: native plaintext of the record in flight */
+    unsigned char *vbuf; /* verify: native output of the record in flight */
     int vbuf_len, vret, vcap;
+    /* Encryption (reroute.c): the native context (TLS 1.2 GCM nonce counter kept in step with
+     * the shadow's), the routed TLS 1.3 record's output and tag, served to libssl's GET_TAG. */
+    EVP_CIPHER_CTX *ctx;
+    unsigned char *vout;
+    int voutl;
+    bool have_tag;
+    bool nonce_pinned; /* the native nonce counter could not follow: stay on the shadow */
+    unsigned char tag[16];
 };
 
 /* Who follows the tracked contexts besides the trace: the reroute (reroute/reroute.c)
@@ -55,7 +63,7 @@ struct tlsm_rec_observer {
 extern struct tlsm_rec_observer tlsm_rec_obs;
 
 int tlsm_rec_init(void);
-/* Tracked state of ctx, NULL for contexts that are not libssl decrypt AEAD contexts. */
+/* Tracked state of ctx, NULL for contexts that are not libssl AEAD record contexts. */
 struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
 /* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. */
 void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
@@ -77,6 +85,15 @@ static inline void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg
                                     uint64_t t_entry)
 {
     tlsm_rsm_ctrl(&tlsm_rec_sink, &st->rsm, type, arg, ptr, t_entry);
+}
+
+/* Update with output, before forwarding: an out record's plaintext is sealed in place, read
+ * it now (recsm.h). */
+static inline void tlsm_rec_before_update(struct tlsm_rec_state *st, const unsigned char *out,
+                                          const unsigned char *in, int inl)
+{
+    if (out && st->rsm.dir == TLSM_DIR_OUT && st->rsm.in_rec)
+        tlsm_rsm_seal_peek(&st->rsm, in, inl);
 }
 
 /* Update: AAD (out == NULL) or payload; after forwarding. */
@@ -102,11 +119,13 @@ static inline void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
-/* Start tracking ctx (any pointer that names one decrypt context: an EVP_CIPHER_CTX, or a
- * provider's cipher context reached through its dispatch table, hooks/hook_table.c) as a
- * record source of cipher name (a static string) in instance target. */
-void tlsm_rec_track_as(const void *ctx, const char *name, struct tlsm_obj *target,
-                       const unsigned char *key, const unsigned char *iv, bool has_params);
+/* Start tracking ctx (any pointer that names one record context: an EVP_CIPHER_CTX, or a
+ * provider's cipher context reached through its dispatch table, hooks/hook_table.c, which
+ * tracks decryption only) as a record source of direction dir and cipher name (a static
+ * string) in instance target. */
+void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
+                       struct tlsm_obj *target, const unsigned char *key, const unsigned char *iv,
+                       bool has_params);
 uint64_t tlsm_rec_untracked(void);
 
 #endif

@@ -108,12 +108,20 @@ void tlsm_rsm_payload(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c,
         return;
     }
     if (c->dir == TLSM_DIR_OUT) { /* the input is overwritten by the seal: read it now */
-        int32_t pt = inner_type(c, plain, plain_len);
-        c->pt = pt < 0 ? plain_len : pt;
+        if (c->pt < 0)            /* unless tlsm_rsm_seal_peek already did */
+            tlsm_rsm_seal_peek(c, plain, plain_len);
         return;
     }
     c->out = plain;
     c->outl = ok ? plain_len : 0;
+}
+
+void tlsm_rsm_seal_peek(struct tlsm_rsm_ctx *c, const unsigned char *plain, int32_t plain_len)
+{
+    if (!c->in_rec || c->dir != TLSM_DIR_OUT || c->tls == TLSM_TLS12)
+        return;
+    int32_t pt = inner_type(c, plain, plain_len);
+    c->pt = pt < 0 ? plain_len : pt;
 }
 
 void tlsm_rsm_final(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, bool ok)

@@ -87,6 +87,10 @@ void tlsm_rsm_aad(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, const u
  * before the call (plain_len = inl; libssl seals in place). in_len = the call's inl. */
 void tlsm_rsm_payload(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c,
                       const unsigned char *plain, int32_t plain_len, int32_t in_len, bool ok);
+/* out, TLS 1.3, before the payload call is forwarded: libssl seals in place, so the plaintext
+ * (content ‖ type ‖ padding) is only readable now. Notes the content type and length; the
+ * payload event after the call then does not read its buffer again. */
+void tlsm_rsm_seal_peek(struct tlsm_rsm_ctx *c, const unsigned char *plain, int32_t plain_len);
 /* Final: ends a TLS 1.3 record; ok = the tag verified (in) or was produced (out). */
 void tlsm_rsm_final(const struct tlsm_rsm_sink *s, struct tlsm_rsm_ctx *c, bool ok);
 /* EVP_Cipher on a TLS 1.2 AEAD context (1.1-style): ret = length or -1, has_out = out given. */

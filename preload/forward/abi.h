@@ -52,6 +52,9 @@ struct tlsm_abi {
     int (*cipher_nid)(const struct evp_cipher_st *c);
     const struct evp_cipher_st *(*ctx_cipher)(const struct evp_cipher_ctx_st *ctx);
     int (*ctx_encrypting)(const struct evp_cipher_ctx_st *ctx);
+    /* EVP_CIPHER_CTX_ctrl of the copy (same name and meaning in both ABIs): the reroute keeps
+     * a sealing context's nonce counter in step and reads its tag (reroute/reroute.c). */
+    int (*ctx_ctrl)(struct evp_cipher_ctx_st *ctx, int type, int arg, void *ptr);
     const char *(*version_text)(int which);
     /* The capability words the copy runs with, as 3.x's OPENSSL_CPU_INFO text
      * ("OPENSSL_ia32cap=0x..:0x.." / "OPENSSL_armcap=0x.."); "" when unknown. */

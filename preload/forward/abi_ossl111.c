@@ -63,6 +63,7 @@ void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn looku
     ENTRY(cipher_nid, "EVP_CIPHER_nid");
     ENTRY(ctx_cipher, "EVP_CIPHER_CTX_cipher");
     ENTRY(ctx_encrypting, "EVP_CIPHER_CTX_encrypting");
+    ENTRY(ctx_ctrl, "EVP_CIPHER_CTX_ctrl");
     a->raw[RAW_PUT_ERROR] = (void (*)(void))lookup(h, "ERR_put_error");
     a->put_error = put_error111;
     a->cpuinfo = cpuinfo111;

@@ -72,6 +72,7 @@ void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
     ENTRY(ctx_cipher, EVP_CIPHER_CTX_get0_cipher,
           const struct evp_cipher_st *(*)(const struct evp_cipher_ctx_st *));
     ENTRY(ctx_encrypting, EVP_CIPHER_CTX_is_encrypting, int (*)(const struct evp_cipher_ctx_st *));
+    ENTRY(ctx_ctrl, EVP_CIPHER_CTX_ctrl, int (*)(struct evp_cipher_ctx_st *, int, int, void *));
     ENTRY(version_text, OpenSSL_version, const char *(*)(int));
     RAW(RAW_ERR_NEW, ERR_new);
     RAW(RAW_ERR_SET_DEBUG, ERR_set_debug);

@@ -71,6 +71,10 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     if (type == EVP_CTRL_AEAD_TLS1_AAD)
         tlsm_rec_on_ctrl(st, type, arg, ptr, tlsm_now());
+    int tag_ret; /* a rerouted seal's tag (TLS 1.3 GET_TAG after Final): the backend's */
+    if (type == EVP_CTRL_AEAD_GET_TAG && st->routed &&
+        tlsm_reroute_tag(st, type, arg, ptr, &tag_ret))
+        return tag_ret;
     tlsm_th.evp_depth++;
     int ret = TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     tlsm_th.evp_depth--;
@@ -90,6 +94,7 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);                  \
         if (!st)                                                                                   \
             return TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                    \
+        tlsm_rec_before_update(st, out, in, inl);                                                  \
         DATA_CALL_BEGIN(st);                                                                       \
         int ret = st->rsm.in_rec && st->routed                                                     \
                       ? tlsm_reroute_update(st, (tlsm_update_fn)f.fn, ctx, out, outl, in, inl)     \

@@ -1,22 +1,26 @@
-/* hook_ssl.c: libssl entry points: reads (SSL_read*, SSL_peek*), handshakes, SSL_free. */
+/* hook_ssl.c: libssl entry points: reads (SSL_read*, SSL_peek*), writes (SSL_write*),
+ * handshakes, SSL_free. */
 #include "base/clock.h"
 #include "core/conn.h"
 #include "hooks/hook.h"
 
 #include <openssl/ssl.h>
 
-/* One body for the four read calls; `ex` variants report bytes through *rb. */
-static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size_t num,
-                       int64_t want, size_t *rb, const void *site)
+/* One body for the four read calls and the two write calls (dir in / out); `ex` variants
+ * report bytes through *nb. buf is the program's (const for writes: passed through as is). */
+static int traced_io(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size_t num,
+                     int64_t want, size_t *nb, const void *site)
 {
     struct tlsm_thread *th = &tlsm_th;
+    enum tlsm_dir dir =
+        id == TLSM_FN_SSL_write || id == TLSM_FN_SSL_write_ex ? TLSM_DIR_OUT : TLSM_DIR_IN;
     th->site = site;
     struct tlsm_conn_scope sc;
     int ret;
     th->ssl_depth++;
     tlsm_conn_enter(&sc, s, f.target);
     uint64_t t0 = tlsm_now();
-    tlsm_read_begin(&sc, t0);
+    tlsm_io_begin(dir);
     switch (id) {
     case TLSM_FN_SSL_read:
         ret = TLSM_REAL(SSL_read, f)(s, buf, (int)num);
@@ -25,18 +29,24 @@ static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, si
         ret = TLSM_REAL(SSL_peek, f)(s, buf, (int)num);
         break;
     case TLSM_FN_SSL_read_ex:
-        ret = TLSM_REAL(SSL_read_ex, f)(s, buf, num, rb);
+        ret = TLSM_REAL(SSL_read_ex, f)(s, buf, num, nb);
+        break;
+    case TLSM_FN_SSL_write:
+        ret = TLSM_REAL(SSL_write, f)(s, buf, (int)num);
+        break;
+    case TLSM_FN_SSL_write_ex:
+        ret = TLSM_REAL(SSL_write_ex, f)(s, buf, num, nb);
         break;
     default:
-        ret = TLSM_REAL(SSL_peek_ex, f)(s, buf, num, rb);
+        ret = TLSM_REAL(SSL_peek_ex, f)(s, buf, num, nb);
         break;
     }
     uint64_t t1 = tlsm_now();
     int saved = errno;
     int64_t got = ret;
-    if (id == TLSM_FN_SSL_read_ex || id == TLSM_FN_SSL_peek_ex)
-        got = ret == 1 && rb ? (int64_t)*rb : 0;
-    tlsm_read_end(&sc, s, tlsm_hooks[id].name, want, ret, got, t0, t1);
+    if (id == TLSM_FN_SSL_read_ex || id == TLSM_FN_SSL_peek_ex || id == TLSM_FN_SSL_write_ex)
+        got = ret == 1 && nb ? (int64_t)*nb : 0;
+    tlsm_io_end(&sc, s, dir, tlsm_hooks[id].name, want, ret, got, t0, t1);
     tlsm_conn_leave(&sc);
     th->site = NULL;
     th->ssl_depth--;
@@ -61,8 +71,8 @@ TLSM_EXPORT int SSL_read(SSL *s, void *buf, int num)
         return errno = ENOSYS, -1;
     if (untraced_ssl(f))
         return TLSM_REAL(SSL_read, f)(s, buf, num);
-    return traced_read(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL,
-                       __builtin_return_address(0));
+    return traced_io(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL,
+                     __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
@@ -72,8 +82,8 @@ TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
         return errno = ENOSYS, -1;
     if (untraced_ssl(f))
         return TLSM_REAL(SSL_peek, f)(s, buf, num);
-    return traced_read(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL,
-                       __builtin_return_address(0));
+    return traced_io(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL,
+                     __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
@@ -83,8 +93,8 @@ TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
         return errno = ENOSYS, 0;
     if (untraced_ssl(f))
         return TLSM_REAL(SSL_read_ex, f)(s, buf, num, readbytes);
-    return traced_read(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes,
-                       __builtin_return_address(0));
+    return traced_io(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes,
+                     __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
@@ -94,8 +104,8 @@ TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
         return errno = ENOSYS, 0;
     if (untraced_ssl(f))
         return TLSM_REAL(SSL_peek_ex, f)(s, buf, num, readbytes);
-    return traced_read(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes,
-                       __builtin_return_address(0));
+    return traced_io(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes,
+                     __builtin_return_address(0));
 }
 
 static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *site)
@@ -156,30 +166,6 @@ TLSM_EXPORT void SSL_free(SSL *s)
     TLSM_REAL(SSL_free, f)(s);
 }
 
-/* Writes are not traced (tlsmeter measures decryption), but a write may drive the
- * handshake (openssl s_client does): its records then belong to this connection. */
-static int traced_write(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *buf, size_t num,
-                        size_t *written)
-{
-    struct tlsm_thread *th = &tlsm_th;
-    struct tlsm_conn_scope sc;
-    int ret;
-    th->ssl_depth++;
-    tlsm_conn_enter(&sc, s, f.target);
-    uint64_t t0 = tlsm_now();
-    if (id == TLSM_FN_SSL_write)
-        ret = TLSM_REAL(SSL_write, f)(s, buf, (int)num);
-    else
-        ret = TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
-    uint64_t t1 = tlsm_now();
-    int saved = errno;
-    tlsm_conn_implicit_handshake(&sc, s, t0, t1);
-    tlsm_conn_leave(&sc);
-    th->ssl_depth--;
-    errno = saved;
-    return ret;
-}
-
 TLSM_EXPORT int SSL_write(SSL *s, const void *buf, int num)
 {
     TLSM_HOOK_ENTER(SSL_write, f);
@@ -187,7 +173,8 @@ TLSM_EXPORT int SSL_write(SSL *s, const void *buf, int num)
         return errno = ENOSYS, -1;
     if (untraced_ssl(f))
         return TLSM_REAL(SSL_write, f)(s, buf, num);
-    return traced_write(TLSM_FN_SSL_write, f, s, buf, (size_t)num, NULL);
+    return traced_io(TLSM_FN_SSL_write, f, s, (void *)buf, (size_t)num, num, NULL,
+                     __builtin_return_address(0));
 }
 
 TLSM_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
@@ -197,5 +184,6 @@ TLSM_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *writte
         return errno = ENOSYS, 0;
     if (untraced_ssl(f))
         return TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
-    return traced_write(TLSM_FN_SSL_write_ex, f, s, buf, num, written);
+    return traced_io(TLSM_FN_SSL_write_ex, f, s, (void *)buf, num, (int64_t)num, written,
+                     __builtin_return_address(0));
 }

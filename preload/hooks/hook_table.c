@@ -85,7 +85,7 @@ static int tbl_dinit(struct tslot *s, void *v, const unsigned char *key, size_t 
     int saved = errno;
     if (key && ret > 0 && s->t.lib) {
         tlsm_obj_describe_reached(s->t.lib, TLSM_REACH_TABLE, s->copy.version);
-        tlsm_rec_track_as(v, s->t.cipher, s->t.lib, key, iv, p && p[0].key);
+        tlsm_rec_track_as(v, s->t.cipher, TLSM_DIR_IN, s->t.lib, key, iv, p && p[0].key);
     } else if (!key) {
         tlsm_rec_after_init(v, NULL, NULL, iv, 0, p, NULL, s->t.lib, ret);
     }

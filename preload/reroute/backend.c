@@ -204,6 +204,9 @@ static int bind_api(struct tlsm_backend *b, void *h)
                     v && v[0] ? v : "not OpenSSL");
     }
 #undef SYM
+    /* Optional: the TLS 1.2 AES-GCM sealing nonce step (reroute.c) needs it. */
+    b->EVP_CIPHER_CTX_get_updated_iv =
+        (__typeof__(b->EVP_CIPHER_CTX_get_updated_iv))dlsym(h, "EVP_CIPHER_CTX_get_updated_iv");
     return 0;
 }
 

@@ -30,6 +30,7 @@ struct tlsm_backend {
     const EVP_CIPHER *(*EVP_get_cipherbyname)(const char *name); /* 1.1.1 */
     __typeof__(&EVP_CipherInit_ex) EVP_CipherInit_ex;
     __typeof__(&EVP_CIPHER_CTX_ctrl) EVP_CIPHER_CTX_ctrl;
+    __typeof__(&EVP_CIPHER_CTX_get_updated_iv) EVP_CIPHER_CTX_get_updated_iv; /* may be NULL */
     __typeof__(&EVP_CipherUpdate) EVP_CipherUpdate;
     __typeof__(&EVP_CipherFinal_ex) EVP_CipherFinal_ex;
     __typeof__(&EVP_Cipher) EVP_Cipher;

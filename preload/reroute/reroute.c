@@ -1,5 +1,10 @@
-/* reroute.c: shadow contexts and the per-record routing decision. Everything here runs on
- * the thread that drives the context; counters are relaxed atomics, never locks. */
+/* reroute.c: shadow contexts and the per-record routing decision, for decrypt and encrypt
+ * contexts alike. Everything here runs on the thread that drives the context; counters are
+ * relaxed atomics, never locks. Encryption differs in three places: TLS 1.2 AES-GCM draws
+ * its explicit nonces from a counter inside the context (seeded at random), so the native
+ * context's counter is set to the shadow's after each sealed record; TLS 1.3 tags are read by
+ * a ctrl after Final, answered from the shadow's; verification compares the whole sealed
+ * record (ciphertext and tag) before libssl sends it. */
 #include "reroute/reroute.h"
 #include "reroute/backend.h"
 #include "reroute/calib.h"
@@ -13,6 +18,17 @@
 #include <string.h>
 
 static _Atomic uint64_t n_routed, n_fallback, n_verified, n_mismatch, n_shadow_fail;
+/* Of those, the encrypting side's (end.reroute "out"). */
+static _Atomic uint64_t n_routed_out, n_verified_out, n_mismatch_out;
+static _Atomic uint64_t n_nonce_fail; /* sync_nonce failed (counted once per warning) */
+
+/* A nonce has no secret value but is written over before the stack frame goes. */
+static void wipe_iv(unsigned char *iv)
+{
+    volatile unsigned char *p = iv;
+    for (int i = 0; i < 12; i++)
+        p[i] = 0;
+}
 static __thread unsigned verify_tick;
 
 /* Stale errors of earlier failed mirrors, attaches or fetches must not be forwarded as the
@@ -30,11 +46,13 @@ static void shadow_lost(struct tlsm_rec_state *st)
 {
     st->shadow_ok = false;
     clear_backend_errors(st);
-    if (!st->routed || st->data_sent)
+    if (!st->routed || st->data_sent || st->nonce_pinned)
         return;
     st->routed = false;
     st->verify = false;
     atomic_fetch_sub_explicit(&n_routed, 1, memory_order_relaxed);
+    if (st->rsm.dir == TLSM_DIR_OUT)
+        atomic_fetch_sub_explicit(&n_routed_out, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
 }
 
@@ -52,7 +70,7 @@ void tlsm_reroute_detach(struct tlsm_rec_state *st)
 }
 
 void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
-                         const unsigned char *iv)
+                         const unsigned char *iv, int enc)
 {
     tlsm_reroute_detach(st);
     if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
@@ -68,7 +86,7 @@ void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
     st->backend = b;
     st->backend_lib = b->lib_id;
     st->shadow = b->EVP_CIPHER_CTX_new();
-    st->shadow_ok = st->shadow && b->EVP_CipherInit_ex(st->shadow, c, NULL, key, iv, 0) > 0;
+    st->shadow_ok = st->shadow && b->EVP_CipherInit_ex(st->shadow, c, NULL, key, iv, enc) > 0;
     if (!st->shadow_ok) {
         clear_backend_errors(st);
         atomic_fetch_add_explicit(&n_shadow_fail, 1, memory_order_relaxed);
@@ -88,6 +106,29 @@ void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *ke
     tlsm_th.guard--;
 }
 
+/* TLS 1.2 AES-GCM sealing: the explicit nonce comes from the context's own counter. The
+ * native context is set to the shadow's full IV (ctrl SET_IV_FIXED with length -1, which
+ * OpenSSL 3 reads as "the whole IV") so a record sealed natively later (fallback,
+ * verification) never reuses a nonce the shadow sent. Only the IV moves, never a key. */
+static void sync_nonce(struct tlsm_rec_state *st)
+{
+    unsigned char iv[12];
+    const struct tlsm_abi *a = st->lib ? &st->lib->abi : NULL;
+    if (st->rsm.eiv != 8 || strncmp(st->rsm.cipher, "AES", 3) || strstr(st->rsm.cipher, "CCM"))
+        return;
+    bool ok = st->backend->EVP_CIPHER_CTX_get_updated_iv &&
+              st->backend->EVP_CIPHER_CTX_get_updated_iv(st->shadow, iv, sizeof(iv)) > 0 && a &&
+              a->ctx_ctrl &&
+              a->ctx_ctrl(st->ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, iv) > 0;
+    wipe_iv(iv);
+    if (!ok && !atomic_fetch_add(&n_nonce_fail, 1))
+        tlsm_warn("TLSMETER_CRYPTO: cannot keep the native %s nonce counter in step with the "
+                  "%s backend; its records stay on the backend",
+                  st->rsm.cipher, tlsm_mode_name(tlsm_cfg.crypto));
+    if (!ok)
+        st->nonce_pinned = true;
+}
+
 /* Same ctrl, same answer expected: a different one means the shadow no longer matches. */
 void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret)
 {
@@ -99,6 +140,8 @@ void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void
     int r = st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, type, arg, ptr);
     if (r != ret)
         shadow_lost(st);
+    else if (type == EVP_CTRL_AEAD_SET_IV_FIXED && st->rsm.dir == TLSM_DIR_OUT)
+        sync_nonce(st); /* each side drew its own random invocation field: use the shadow's */
     tlsm_th.guard--;
 }
 
@@ -111,7 +154,10 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
     st->verdict = 0;
     if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
         return;
-    if (!st->shadow_ok) {
+    st->have_tag = false;
+    st->vout = NULL;
+    st->voutl = 0;
+    if (!st->shadow_ok && !st->nonce_pinned) {
         atomic_fetch_add_explicit(&n_fallback, 1, memory_order_relaxed);
         return;
     }
@@ -120,7 +166,9 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
     tlsm_th.guard--;
     st->routed = true;
     atomic_fetch_add_explicit(&n_routed, 1, memory_order_relaxed);
-    if (tlsm_cfg.verify && ++verify_tick >= tlsm_cfg.verify) {
+    if (st->rsm.dir == TLSM_DIR_OUT)
+        atomic_fetch_add_explicit(&n_routed_out, 1, memory_order_relaxed);
+    if (tlsm_cfg.verify && !st->nonce_pinned && ++verify_tick >= tlsm_cfg.verify) {
         verify_tick = 0;
         st->verify = true;
     }
@@ -141,13 +189,25 @@ static void forward_errors(struct tlsm_rec_state *st)
     }
 }
 
+static void count_verified(const struct tlsm_rec_state *st)
+{
+    atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+    if (st->rsm.dir == TLSM_DIR_OUT)
+        atomic_fetch_add_explicit(&n_verified_out, 1, memory_order_relaxed);
+}
+
 static void mismatch(struct tlsm_rec_state *st)
 {
     st->verdict = -1;
-    if (atomic_fetch_add(&n_mismatch, 1) == 0)
-        tlsm_warn("TLSMETER_VERIFY: the %s backend decrypted a %s record differently from "
-                  "the program's own code; the native result was delivered",
-                  tlsm_mode_name(tlsm_cfg.crypto), st->rsm.cipher);
+    bool out = st->rsm.dir == TLSM_DIR_OUT;
+    if (out)
+        atomic_fetch_add(&n_mismatch_out, 1);
+    if (atomic_fetch_add(&n_mismatch, 1) == 0) /* once per process, whichever came first */
+        tlsm_warn("TLSMETER_VERIFY: the %s backend %s a %s record differently from "
+                  "the program's own code; the native result was %s",
+                  tlsm_mode_name(tlsm_cfg.crypto),
+                  st->rsm.dir == TLSM_DIR_OUT ? "encrypted" : "decrypted", st->rsm.cipher,
+                  st->rsm.dir == TLSM_DIR_OUT ? "sent" : "delivered");
 }
 
 /* Test-only (TLSMETER_TEST_CORRUPT): damage the backend's output of verified records, so
@@ -200,10 +260,12 @@ static int verified_payload(struct tlsm_rec_state *st, tlsm_update_fn native, EV
     int ret = st->backend->EVP_CipherUpdate(st->shadow, out, outl, in, inl);
     int len = ret > 0 && outl ? *outl : 0;
     maybe_corrupt(st, out, len);
+    st->vout = out;
+    st->voutl = len;
     if (st->rsm.tls != 12)
-        return ret; /* TLS 1.3: the tag is checked in Final, compare there */
+        return ret; /* TLS 1.3: the tag is made or checked in Final, compare there */
     /* TLS 1.2: the one Update also checks the tag. */
-    atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+    count_verified(st);
     st->verdict = 1;
     if (!same_result(st, ret, out, len, out == in)) {
         mismatch(st);
@@ -233,7 +295,40 @@ int tlsm_reroute_update(struct tlsm_rec_state *st, tlsm_update_fn native, EVP_CI
     }
     if (ret <= 0)
         forward_errors(st);
+    if (out && st->rsm.dir == TLSM_DIR_OUT && st->rsm.tls == 12)
+        sync_nonce(st); /* the shadow's counter moved past this record's nonce */
     tlsm_th.guard--;
+    return ret;
+}
+
+/* TLS 1.3 sealing, after the shadow's Final: its tag is kept for libssl's GET_TAG ctrl;
+ * verification seals the native copy too and compares ciphertext and tag, so a mismatch
+ * sends the native record. */
+static int seal_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPHER_CTX *ctx, int ret)
+{
+    st->have_tag = ret > 0 && st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, EVP_CTRL_AEAD_GET_TAG,
+                                                               (int)sizeof(st->tag), st->tag) > 0;
+    if (!st->verify || !st->vbuf)
+        return ret;
+    const struct tlsm_abi *a = st->lib ? &st->lib->abi : NULL;
+    unsigned char fin[64], ntag[16];
+    int l = 0;
+    int nret = native(ctx, fin, &l);
+    bool ntag_ok = nret > 0 && a && a->ctx_ctrl &&
+                   a->ctx_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, ntag) > 0;
+    count_verified(st);
+    st->verdict = 1;
+    bool same = (ret > 0) == (nret > 0) && st->have_tag == ntag_ok && st->voutl == st->vbuf_len &&
+                st->vret > 0 && st->vout && !memcmp(st->vout, st->vbuf, (size_t)st->voutl) &&
+                (!ntag_ok || !memcmp(st->tag, ntag, sizeof(ntag)));
+    if (!same) {
+        mismatch(st);
+        if (st->vout)
+            release_native(st, st->vout, st->vbuf_len, st->voutl);
+        memcpy(st->tag, ntag, sizeof(ntag));
+        st->have_tag = ntag_ok;
+        ret = nret;
+    }
     return ret;
 }
 
@@ -245,12 +340,14 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
     int ret = st->backend->EVP_CipherFinal_ex(st->shadow, out, outl);
     if (ret <= 0)
         forward_errors(st);
-    if (st->verify && st->vbuf) {
+    if (st->rsm.dir == TLSM_DIR_OUT) {
+        ret = seal_final(st, native, ctx, ret);
+    } else if (st->verify && st->vbuf) {
         unsigned char fin[64];
         int l = 0;
         int nret = native(ctx, fin, &l);
         st->vret = st->vret > 0 && nret > 0 ? 1 : 0;
-        atomic_fetch_add_explicit(&n_verified, 1, memory_order_relaxed);
+        count_verified(st);
         st->verdict = 1;
         if (!same_result(st, ret, st->rsm.out, st->rsm.outl, false)) {
             mismatch(st);
@@ -263,6 +360,22 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
     }
     tlsm_th.guard--;
     return ret;
+}
+
+bool tlsm_reroute_tag(struct tlsm_rec_state *st, int type, int arg, void *ptr, int *ret)
+{
+    if (type != EVP_CTRL_AEAD_GET_TAG || st->rsm.dir != TLSM_DIR_OUT || !st->routed ||
+        !st->data_sent || !ptr)
+        return false;
+    if (st->have_tag && arg > 0 && arg <= (int)sizeof(st->tag)) {
+        memcpy(ptr, st->tag, (size_t)arg);
+        *ret = 1;
+        return true;
+    }
+    tlsm_th.guard++;
+    *ret = st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, type, arg, ptr);
+    tlsm_th.guard--;
+    return true;
 }
 
 int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CIPHER_CTX *ctx,
@@ -279,6 +392,8 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
         /* A 1.1.1 copy on a 3.x backend (its own libcrypto could not be copied): return what
          * the program's copy would have. */
         ret = st->lib->abi.tls_cipher_ret((int)inl, st->rsm.eiv, st->rsm.dir == TLSM_DIR_OUT);
+    if (out && st->rsm.dir == TLSM_DIR_OUT)
+        sync_nonce(st);
     tlsm_th.guard--;
     return ret;
 }
@@ -303,6 +418,11 @@ void tlsm_reroute_write(struct tlsm_json *j)
     tlsm_json_int(j, "shadow_fail", (int64_t)n_shadow_fail);
     tlsm_json_int(j, "verified", (int64_t)n_verified);
     tlsm_json_int(j, "mismatches", (int64_t)n_mismatch);
+    tlsm_json_obj(j, "out"); /* the encrypting side's share of the three */
+    tlsm_json_int(j, "routed", (int64_t)n_routed_out);
+    tlsm_json_int(j, "verified", (int64_t)n_verified_out);
+    tlsm_json_int(j, "mismatches", (int64_t)n_mismatch_out);
+    tlsm_json_obj_end(j);
     tlsm_json_str(j, "off_reason", why);
     tlsm_json_obj_end(j);
 }
@@ -313,7 +433,7 @@ static void keyed(struct tlsm_rec_state *st, const unsigned char *key, const uns
 {
     if (tlsm_cfg.calibrate && st->lib)
         tlsm_calib_once(st->lib->path);
-    tlsm_reroute_attach(st, key, iv);
+    tlsm_reroute_attach(st, key, iv, st->rsm.dir == TLSM_DIR_OUT); /* 1: encrypt */
     if (has_params) /* set by the params, which the shadow did not get */
         tlsm_reroute_mirror_init(st, NULL, NULL, 0, true);
 }

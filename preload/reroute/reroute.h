@@ -14,7 +14,7 @@ typedef int (*tlsm_cipher_fn)(EVP_CIPHER_CTX *, unsigned char *, const unsigned 
 
 /* A tracked context was (re)keyed with a cipher: make its shadow. */
 void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
-                         const unsigned char *iv);
+                         const unsigned char *iv, int enc);
 /* A later Init on the context; has_params: it came with OSSL_PARAMs (not mirrored). */
 void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *key,
                               const unsigned char *iv, int enc, bool has_params);
@@ -27,6 +27,10 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
                        unsigned char *out, int *outl);
 int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CIPHER_CTX *ctx,
                         unsigned char *out, const unsigned char *in, unsigned int inl);
+/* EVP_CIPHER_CTX_ctrl before forwarding: libssl reading a rerouted TLS 1.3 record's tag
+ * (GET_TAG after Final) gets the backend's (or, after a verify mismatch, the native one);
+ * true: answered in *ret, the native ctrl is not called (its context sealed nothing). */
+bool tlsm_reroute_tag(struct tlsm_rec_state *st, int type, int arg, void *ptr, int *ret);
 /* The record ended (emitted): release verification buffers. */
 void tlsm_reroute_end(struct tlsm_rec_state *st);
 /* Free the shadow (OpenSSL cleanses its key schedule on free). */

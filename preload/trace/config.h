@@ -15,6 +15,7 @@ struct tlsm_config {
     const char *out; /* path template: %p pid, %t start time, %% */
     bool disable;
     bool reads;
+    bool writes;
     bool records;
     bool quiet;
     bool help;

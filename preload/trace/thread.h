@@ -25,13 +25,17 @@ struct tlsm_thread {
     int evp_depth; /* nesting of EVP hooks (EVP_CipherUpdate -> EVP_DecryptUpdate) */
     uint32_t conn; /* connection of the innermost SSL_* hook, 0 outside */
     struct tlsm_conn_state *conn_state;
-    /* The SSL_read* call in progress, if any. */
-    bool in_read;
+    /* The SSL_read* or SSL_write* call in progress, if any, per direction (enum tlsm_dir: in =
+     * reads, out = writes): one tally each, so a record of the other direction inside a call
+     * (a key update sent during a read) is never counted for it. */
+    struct tlsm_io_tally {
+        bool active;
+        uint32_t recs;
+        uint32_t preempt;   /* of those, records flagged as switched out */
+        uint64_t id;        /* the read or write event's id */
+        uint64_t crypto_ns; /* sum of the records' crypto_ns */
+    } io[2];
     const void *site; /* return address of the outermost SSL_* hook: the call site */
-    uint64_t read_id;
-    uint32_t read_recs;
-    uint32_t read_preempt;   /* of those, records flagged as switched out */
-    uint64_t read_crypto_ns; /* sum of the records' crypto_ns */
     /* The tracked context whose data call (Update, Final, EVP_Cipher) runs now with a record
      * open: GCM inner calls on this thread belong to that record (hook_gcm.c). Saved and restored
      * around the call, so a nested one on another context does not mix them. */

@@ -41,7 +41,7 @@ for line in open(sys.argv[1]):
         hdr = e
     elif e["ev"] == "lib":
         libs[e["id"]] = e
-    elif e["ev"] == "rec" and e.get("type") == 23:
+    elif e["ev"] == "rec" and e.get("dir", "in") == "in" and e.get("dir", "in") == "in" and e.get("type") == 23:
         recs.append(e)
 def caps(role):
     c = [l.get("caps", {}) for l in libs.values() if l.get("role") == role and l.get("has_crypto")]

@@ -121,7 +121,7 @@ if run curl -nopatch TLSMETER_PATCH=0; then
         "$TLSM_PY" - "${TRACES[0]}" <<'EOF'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
-recs = [e for e in ev if e["ev"] == "rec" and e.get("type") == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e.get("type") == 23]
 reads = [e for e in ev if e["ev"] == "read"]
 assert len(recs) >= 100, "only %d application-data records" % len(recs)
 assert all(r["read"] == 0 for r in recs), "records inside a traced read"
@@ -161,7 +161,7 @@ import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 size = int(sys.argv[2])
 got = sum(e["got"] for e in ev if e["ev"] == "read" and e["got"] > 0)
-app = [e for e in ev if e["ev"] == "rec" and e.get("type") == 23]
+app = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e.get("type") == 23]
 assert got >= size, "reads returned %d bytes, body is %d" % (got, size)
 outside = [r for r in app if r["read"] == 0]
 assert not outside, "%d application-data records outside reads" % len(outside)

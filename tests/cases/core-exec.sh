@@ -26,7 +26,7 @@ else
     check "core-exec ok: records, then an end naming the exec" "$TLSM_PY" - "$d"/ok.*.jsonl <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
-recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["type"] == 23]
 assert recs, "no application-data records"
 assert ev[-1]["ev"] == "end", "last line is %s" % ev[-1]["ev"]
 assert ev[-1].get("exec") == "/bin/echo", ev[-1].get("exec")

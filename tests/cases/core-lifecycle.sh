@@ -74,7 +74,7 @@ for f in files:
     ev = [json.loads(l) for l in open(f)]
     assert ev[0]["ev"] == "header" and ev[-1]["ev"] == "end", (f, ev[-1]["ev"])
     libs = {e["id"] for e in ev if e["ev"] == "lib"}
-    recs = [e for e in ev if e["ev"] == "rec"]
+    recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in"]
     assert recs and {r["lib"] for r in recs} <= libs, f
 PY
 
@@ -91,7 +91,7 @@ check "core-lifecycle dlopen/dlclose x45: all 45 connections traced, 2 instances
     "$TLSM_PY" - "$d" <<'PY'
 import glob, json, sys
 ev = [json.loads(l) for l in open(glob.glob(sys.argv[1] + "/churn.*.jsonl")[0])]
-conns = {e["conn"] for e in ev if e["ev"] == "rec" and e["type"] == 23}
+conns = {e["conn"] for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["type"] == 23}
 assert len(conns) == 45, len(conns)
 assert sum(e["ev"] == "lib" for e in ev) == 2, sum(e["ev"] == "lib" for e in ev)
 assert ev[-1]["untracked_ctx"] == 0

@@ -47,7 +47,7 @@ fns = {e["fn"] for e in ev if e["ev"] == "read"}
 assert {"SSL_peek", "SSL_peek_ex", "SSL_read", "SSL_read_ex"} <= fns, fns
 closes = [e for e in ev if e["ev"] == "conn" and e["phase"] == "close"]
 assert sum(c["got"] for c in closes) == got, (sum(c["got"] for c in closes), got)
-recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["type"] == 23]
 assert sum(r["pt"] for r in recs) == got
 j = json.load(open(sys.argv[3]))
 assert j["bytes_read"] == got, (j["bytes_read"], got)

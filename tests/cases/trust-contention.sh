@@ -238,7 +238,7 @@ import json, sys
 child, method = sys.argv[1], sys.argv[2]
 lines = [json.loads(l) for l in open(child)]
 h, end = lines[0], [o for o in lines if o["ev"] == "end"][-1]
-recs = [o for o in lines if o["ev"] == "rec"]
+recs = [o for o in lines if o["ev"] == "rec" and o.get("dir", "in") == "in"]
 flagged = sum(1 for r in recs if r.get("preempt"))
 assert h.get("fork_of") and h.get("cputime") == method, (h.get("fork_of"), h.get("cputime"))
 assert len(recs) > 500 and all(r["crypto_ns"] > 0 for r in recs), len(recs)

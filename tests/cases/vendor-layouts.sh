@@ -142,7 +142,7 @@ l8() { # l8 TRACE MODE: check the vendor connection's (conn 1) records; prints n
     "$TLSM_PY" -c 'import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
-recs = [e for e in ev if e["ev"] == "rec" and e["conn"] == 1 and e["type"] == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["conn"] == 1 and e["type"] == 23]
 assert recs, "no application-data records on the vendor connection"
 pt = sum(r["pt"] for r in recs)
 if sys.argv[2] == "native":

@@ -56,7 +56,7 @@ trace, layout, vendor = sys.argv[1:4]
 body = int(sys.argv[4])
 ev = [json.loads(l) for l in open(trace)]
 libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
-recs = [e for e in ev if e["ev"] == "rec" and e.get("type") == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e.get("type") == 23]
 reads = [e for e in ev if e["ev"] == "read"]
 conns = {e["conn"]: e for e in ev if e["ev"] == "conn" and e.get("phase") == "open"}
 sys3 = [i for i, l in libs.items() if l["path"].endswith("/libcrypto.so.3")]

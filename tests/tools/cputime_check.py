@@ -31,7 +31,7 @@ def read(path):
             o = json.loads(line)
             if o["ev"] == "header":
                 header = o
-            elif o["ev"] == "rec":
+            elif o["ev"] == "rec" and o.get("dir", "in") == "in":
                 recs.append(o)
             elif o["ev"] == "end":
                 end = o

@@ -177,16 +177,16 @@ FIELD_ROW = re.compile(r'^\s*\{"([a-z_]+)", FT_(INT|STR|BOOL), ', re.M)
 
 
 def hot_fields(sc, event_path, bad):
-    """The analyzer's table of the keys it reads from rec, read and conn lines."""
+    """The analyzer's table of the keys it reads from rec, read, write and conn lines."""
     rows = FIELD_ROW.findall(open(event_path).read())
     if not rows:
         bad.append('%s: no {"key", FT_...} rows read' % event_path)
     for key, typ in rows:
         if key == 'ev':
             continue
-        types = {sc['keys'].get(k, {}).get(key) for k in ('rec', 'read', 'conn')} - {None}
+        types = {sc['keys'].get(k, {}).get(key) for k in ('rec', 'read', 'write', 'conn')} - {None}
         if not types:
-            bad.append('%s: the reader reads key %s, no rec/read/conn key of the schema' %
+            bad.append('%s: the reader reads key %s, no rec/read/write/conn key of the schema' %
                        (event_path, key))
         elif typ not in types:
             bad.append('%s: the reader reads %s as %s, the schema says %s' %

@@ -56,7 +56,7 @@ def rules(trace):
     evs = list(events(trace))
     libs = {e["id"]: e for e in evs if e.get("ev") == "lib"}
     impls = [e for e in evs if e.get("ev") == "impl"]
-    recs = [e for e in evs if e.get("ev") == "rec" and "GCM" in e.get("cipher", "")]
+    recs = [e for e in evs if e.get("ev") == "rec" and e.get("dir", "in") == "in" and "GCM" in e.get("cipher", "")]
     if not impls:
         return "no impl event (%d GCM records)" % len(recs)
     without = [r for r in recs if "impl" not in r]

@@ -73,8 +73,8 @@ def main():
             e = json.loads(line)
             if e["ev"] == "header":
                 pids.append(e["pid"])
-            if e["ev"] in ("rec", "read"):
-                cat = "record" if e["ev"] == "rec" else "read"
+            if e["ev"] in ("rec", "read", "write"):  # records of both directions, both calls
+                cat = "record" if e["ev"] == "rec" else e["ev"]
                 want[(i, e["tid"], cat)] += 1
                 want_durs[(i, e["tid"], cat)].append(
                     (max(e["crypto_ns"] if cat == "record" else e["ns"], 0), e["conn"]))

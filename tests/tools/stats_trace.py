@@ -129,7 +129,7 @@ def scenario(name):
         g = Gen("perf-clock", CAPS_HW, 12)
         g.header()
         mixed(g, preempt_every=1 << 30)
-        crypto = sum(x["crypto_ns"] for x in g.lines if x["ev"] == "rec")
+        crypto = sum(x["crypto_ns"] for x in g.lines if x["ev"] == "rec" and x.get("dir", "in") == "in")
         g.end(user_ns=crypto // 3, sys_ns=crypto // 10, wall_ns=crypto // 2)
     elif name == "tiny-hw":
         # mosquitto_pub's shape on AES-NI: tiny records, all bytes through _ctr32 (OpenSSL
@@ -190,7 +190,7 @@ def read_trace(path):
                 hdr = o
             elif ev == "end":
                 end = o
-            elif ev == "rec":
+            elif ev == "rec" and o.get("dir", "in") == "in":
                 recs.append(o)
     return hdr, end, recs
 

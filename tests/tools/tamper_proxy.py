@@ -10,6 +10,10 @@ Handshake records, the TLS 1.3 encrypted handshake and the session tickets (smal
 records that may arrive after the request) are never touched, so the handshake succeeds, the
 flip lands on the same response bytes every run, and the client must reject that record.
 
+With --sending client (the encrypting side under test) the flip lands on the client's
+records instead: the Nth client->server type-23 record of at least --min-len bytes (the
+TLS 1.3 encrypted Finished is far smaller), so the server must reject it.
+
 Writes the listening port to --port-file once it listens, logs what it did to stderr, serves
 at most --max-conns connections, and stops by itself after --timeout seconds.
 """
@@ -54,6 +58,8 @@ class Conn:
         print("tamper_proxy: conn %d: %s" % (self.cid, msg), file=sys.stderr, flush=True)
 
     def c2s_record(self, rec):
+        if self.args.sending == "client":
+            return self.flip(rec, rec[0] == 23)
         if rec[0] == 23:
             self.c2s_type23 += 1
             # Set before the record is forwarded: the response can only come after it.
@@ -61,7 +67,22 @@ class Conn:
                 self.client_app.set()
         return rec
 
+    def flip(self, rec, app):
+        """The client-sending mode: flip the Nth large application-data record."""
+        if not app or self.flipped or len(rec) - 5 < self.args.min_len:
+            return rec
+        self.s2c_after += 1
+        if self.s2c_after == self.args.nth:
+            off = 5 + (len(rec) - 5) // 2
+            rec[off] ^= 0x01
+            self.flipped = True
+            self.log("flipped byte %d of client record %d (len %d)"
+                     % (off - 5, self.s2c_after, len(rec) - 5))
+        return rec
+
     def s2c_record(self, rec):
+        if self.args.sending == "client":
+            return rec
         if rec[0] != 23 or not self.client_app.is_set() or self.flipped:
             return rec
         if len(rec) - 5 < self.args.min_len:
@@ -115,6 +136,8 @@ def main():
     ap.add_argument("--port-file", required=True)
     ap.add_argument("--max-conns", type=int, default=16)
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--sending", choices=("server", "client"), default="server",
+                    help="whose records to flip (default: the server's responses)")
     args = ap.parse_args()
 
     lsock = socket.socket()

@@ -82,7 +82,10 @@ class Trace:
             self.events.append(ev)
         self.by = collections.defaultdict(list)
         for ev in self.events:
-            self.by[ev["ev"]].append(ev)
+            # Encrypted records (dir "out") are kept apart: every check here is of the
+            # decrypting side; tests/tools/enccheck.py checks the encrypting one.
+            kind = "rec_out" if ev["ev"] == "rec" and ev.get("dir") == "out" else ev["ev"]
+            self.by[kind].append(ev)
 
     def first(self, kind):
         return self.by[kind][0] if self.by[kind] else {}
@@ -176,6 +179,11 @@ def check_reads_recs(t, a):
             t.err("line %d: read %d says crypto_ns=%r, its records sum to %d"
                   % (r["_line"], rid, r.get("crypto_ns"), ns))
     t.reads = reads
+    for rec in t.by["rec_out"]:
+        for key in ("len", "pt", "crypto_ns", "write", "conn", "tid", "type", "t"):
+            int_field(t, rec, key)
+        if rec.get("pt", 0) > MAX_PT:
+            t.err("line %d: rec.pt %r > %d" % (rec["_line"], rec.get("pt"), MAX_PT))
 
 
 def norm_cipher(c):
@@ -327,7 +335,7 @@ def check_path(t, a):
         return
     if a.path == "native":
         return
-    recs = t.by["rec"]
+    recs = t.by["rec"] + t.by["rec_out"] # end.reroute counts both directions
     want = {"routed": sum(r.get("path") == a.path for r in recs),
             "verified": sum("verify" in r for r in recs),
             "mismatches": sum(r.get("verify") == "mismatch" for r in recs)}

@@ -263,6 +263,81 @@ static void recorded(const char *dir, const char *name, int tls, int gcm)
           what, "");
 }
 
+/* Application-data plaintext of v: bytes, records, and whether each is at most max. */
+static long app_bytes(const struct rec *v, int n, int max, int *nrec, int *fits)
+{
+    long sum = 0;
+    *nrec = 0;
+    *fits = 1;
+    for (int i = 0; i < n; i++)
+        if (v[i].type == 23) {
+            sum += v[i].pt;
+            ++*nrec;
+            *fits &= v[i].pt <= max;
+        }
+    return sum;
+}
+
+/* NAME-frag recordings: s_client wrote one 40001-byte line with -max_send_frag 4096, so its
+ * writes were split into records of at most 4096 plaintext bytes; the server read them all and
+ * echoed the line back in records of up to 16 KiB. */
+static void recorded_frag(const char *dir, const char *name, int tls, int gcm)
+{
+    static struct rec cin[256], cout[256], sin_[256], sout[256];
+    char what[96], d[160];
+    struct replay rc, rs;
+    int nrec, fits, nrec_s, fits_s;
+    reset_sink();
+    int nc = replay(dir, name, "client", &rc), from_s = n_recs;
+    int ns = replay(dir, name, "server", &rs);
+    if (nc < 0 || ns < 0)
+        return;
+    snprintf(what, sizeof(what), "%s client", name);
+    per_record(what, 0, nc, tls, gcm, &rc, rc.ends);
+    snprintf(what, sizeof(what), "%s server", name);
+    per_record(what, from_s, ns, tls, gcm, &rs, rs.ends);
+    int a = pick(0, nc, TLSM_DIR_IN, cin), b = pick(0, nc, TLSM_DIR_OUT, cout);
+    int c = pick(from_s, ns, TLSM_DIR_IN, sin_), e = pick(from_s, ns, TLSM_DIR_OUT, sout);
+    snprintf(what, sizeof(what), "%s client-to-server", name);
+    same_stream(what, cout, b, sin_, c);
+    snprintf(what, sizeof(what), "%s server-to-client", name);
+    same_stream(what, sout, e, cin, a);
+    long sent = app_bytes(cout, b, 4096, &nrec, &fits);
+    long got = app_bytes(sin_, c, 16384, &nrec_s, &fits_s);
+    snprintf(d, sizeof(d), "client sealed %ld B in %d records (each <= 4096: %d), server opened %ld",
+             sent, nrec, fits, got);
+    snprintf(what, sizeof(what), "%s split writes", name);
+    check(sent == 40001 && got == 40001 && fits && nrec >= 10, what, d);
+}
+
+/* NAME-keyupdate recordings: a TLS 1.3 KeyUpdate each way (handshake type, 4-byte header + 1
+ * byte: 5 plaintext bytes) between two "hello" lines; both sides re-key a context in
+ * flight (Init with the cipher again on the same context) and keep every record. */
+static void recorded_keyupdate(const char *dir, const char *name)
+{
+    static struct rec cin[256], cout[256], sin_[256], sout[256];
+    char what[96];
+    struct replay rc, rs;
+    reset_sink();
+    int nc = replay(dir, name, "client", &rc), from_s = n_recs;
+    int ns = replay(dir, name, "server", &rs);
+    if (nc < 0 || ns < 0)
+        return;
+    snprintf(what, sizeof(what), "%s client", name);
+    per_record(what, 0, nc, TLSM_TLS13, 1, &rc, rc.ends);
+    snprintf(what, sizeof(what), "%s server", name);
+    per_record(what, from_s, ns, TLSM_TLS13, 1, &rs, rs.ends);
+    int a = pick(0, nc, TLSM_DIR_IN, cin), b = pick(0, nc, TLSM_DIR_OUT, cout);
+    int c = pick(from_s, ns, TLSM_DIR_IN, sin_), d = pick(from_s, ns, TLSM_DIR_OUT, sout);
+    snprintf(what, sizeof(what), "%s client-to-server", name);
+    same_stream(what, cout, b, sin_, c);
+    snprintf(what, sizeof(what), "%s server-to-client", name);
+    same_stream(what, sout, d, cin, a);
+    snprintf(what, sizeof(what), "%s KeyUpdate both ways", name);
+    check(has(cout, b, 22, 5) && has(sin_, c, 22, 5) && has(sout, d, 22, 5) && has(cin, a, 22, 5),
+          what, "a 5-byte handshake record sealed and opened in each direction");
+}
+
 /* Hand-written sequences: the machine's own calls, as libssl would make them. */
 static struct hctx A, B;
 
@@ -382,6 +457,23 @@ static void turned_around(void)
           "direction turned around", "the open read record is forgotten, the write recorded");
 }
 
+/* The preload reads an out record's plaintext before the seal (tlsm_rsm_seal_peek), then
+ * reports the payload call after it, when the buffer holds ciphertext: the type and length
+ * must be the plaintext's, never read from the ciphertext. */
+static void seal_in_place(void)
+{
+    reset_sink();
+    key(&B, 2, TLSM_DIR_OUT);
+    tls13_open(&B, 100, 1000 + 17);
+    unsigned char *buf = plain(1001, 23, 40); /* 960 content ‖ type ‖ 40 padding */
+    tlsm_rsm_seal_peek(&B.c, buf, 1001);
+    memset(buf, 0x5a, 1001); /* sealed in place: ciphertext now, no zero padding */
+    tlsm_rsm_payload(&sink, &B.c, buf, 1001, 1001, true);
+    tlsm_rsm_final(&sink, &B.c, true);
+    check(n_recs == 1 && is(&recs[0], 2, TLSM_DIR_OUT, 13, 23, 1017, 960, 1), "seal in place",
+          "type and plaintext length from before the seal, not from the ciphertext");
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "tests/unit/evp";
@@ -395,10 +487,14 @@ int main(int argc, char **argv)
     recorded(dir, "ossl111-tls13-aes128gcm", TLSM_TLS13, 1);
     recorded(dir, "ossl111-tls13-chacha20", TLSM_TLS13, 0);
     recorded(dir, "ossl111-tls12-chacha20", TLSM_TLS12, 0); /* EVP_Cipher returns the whole */
+    recorded_frag(dir, "tls13-aes256gcm-frag", TLSM_TLS13, 1);
+    recorded_frag(dir, "tls12-chacha20-frag", TLSM_TLS12, 0);
+    recorded_keyupdate(dir, "tls13-aes128gcm-keyupdate");
     write_inside_read();
     failed_tag();
     reuse_after_reset();
     interleaved();
     turned_around();
+    seal_in_place();
     return failed ? 1 : 0;
 }
