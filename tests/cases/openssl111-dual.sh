@@ -83,7 +83,7 @@ for abi, key in (("3", "ossl3"), ("1.1.1", "ossl111")):
     assert len(c) == 1 and c[0]["suite"] == "TLS_AES_128_GCM_SHA256", (abi, opens)
     recs = [r for r in ev if r["ev"] == "rec" and r["conn"] == c[0]["conn"]]
     assert recs and all(r["lib"] == crypto[abi]["id"] for r in recs), (abi, {r["lib"] for r in recs})
-    pt = sum(r["pt"] for r in recs if r["type"] == 23 and r["tag_ok"])
+    pt = sum(r["pt"] for r in recs if r["type"] == 23 and r["tag_ok"] and r.get("dir", "in") == "in")
     assert pt == got[key], (abi, pt, got[key])
 ' "${TRACES[0]}" "$d/traced.out"
 "$A" "${TRACES[0]}" >"$d/report" 2>&1
