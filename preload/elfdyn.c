@@ -19,7 +19,8 @@ struct dyninfo {
     size_t verdefnum;
     const void *rel[2];
     size_t relsz[2];
-    int rela[2]; /* 1: ElfW(Rela), 0: ElfW(Rel) */
+    size_t relative; /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
+    int rela[2];     /* 1: ElfW(Rela), 0: ElfW(Rel) */
     struct tlsm_elf_flags flags;
 };
 
@@ -78,6 +79,10 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
         case DT_RELSZ:
             d->relsz[1] = e->d_un.d_val;
             break;
+        case DT_RELACOUNT:
+        case DT_RELCOUNT:
+            d->relative = e->d_un.d_val;
+            break;
         case DT_SYMBOLIC:
             d->flags.symbolic = true;
             break;
@@ -123,10 +128,42 @@ static const char *version_name(const struct dyninfo *d, unsigned idx)
     return NULL;
 }
 
+/* A filter of the wanted names by their first three bytes: most relocations name none of
+ * them, and this rejects those with one bit test instead of a compare per wanted name (the
+ * walk runs over every relocation of every loaded object: curl's 30 libraries). */
+#define NAME_FILTER_BITS 4096
+struct name_filter {
+    uint64_t bits[NAME_FILTER_BITS / 64];
+};
+
+static unsigned name_key(const char *s)
+{
+    unsigned h = (unsigned char)s[0];
+    if (s[0]) {
+        h = h * 131 + (unsigned char)s[1];
+        if (s[1])
+            h = h * 131 + (unsigned char)s[2];
+    }
+    return h % NAME_FILTER_BITS;
+}
+
+static void filter_build(struct name_filter *f, const char *const names[], int n)
+{
+    memset(f, 0, sizeof(*f));
+    for (int i = 0; i < n; i++) {
+        unsigned k = name_key(names[i]);
+        f->bits[k / 64] |= 1ull << (k % 64);
+    }
+}
+
 /* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
-static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n)
+static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
+                      const struct name_filter *f)
 {
     const char *s = d->strtab + d->symtab[symidx].st_name;
+    unsigned k = name_key(s);
+    if (!(f->bits[k / 64] & (1ull << (k % 64))))
+        return -1;
     for (int i = 0; i < n; i++)
         if (s[0] == names[i][0] && !strcmp(s, names[i]))
             return i;
@@ -140,10 +177,15 @@ typedef void (*reloc_visit)(const struct dyninfo *d, size_t symidx, int name, ui
 static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
                         const char *const names[], int n, reloc_visit visit, void *arg)
 {
+    struct name_filter f;
+    filter_build(&f, names, n);
     for (int which = 0; which < 2 && d->symtab && d->strtab; which++) {
         size_t ent = d->rela[which] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
         size_t count = d->rel[which] ? d->relsz[which] / ent : 0;
-        for (size_t i = 0; i < count; i++) {
+        /* The linker sorts the symbol-less relative relocations first and counts them
+         * (-z combreloc, the default): libcrypto has tens of thousands, none names a symbol. */
+        size_t first = which == 1 && d->relative <= count ? d->relative : 0;
+        for (size_t i = first; i < count; i++) {
             /* r_offset and r_info lead both layouts. */
             const ElfW(Rel) *r = (const void *)((const char *)d->rel[which] + i * ent);
 #if __ELF_NATIVE_CLASS == 64
@@ -151,7 +193,7 @@ static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
 #else
             size_t sym = ELF32_R_SYM(r->r_info);
 #endif
-            int k = sym ? name_index(d, sym, names, n) : -1;
+            int k = sym ? name_index(d, sym, names, n, &f) : -1;
             if (k >= 0)
                 visit(d, sym, k, lm->l_addr + r->r_offset, arg);
         }
