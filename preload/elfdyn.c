@@ -12,6 +12,7 @@
 struct dyninfo {
     const ElfW(Sym) * symtab;
     const char *strtab;
+    size_t strsz; /* DT_STRSZ; 0 when absent (names then read byte by byte) */
     const ElfW(Half) * versym;
     const ElfW(Verneed) * verneed;
     size_t verneednum;
@@ -42,6 +43,9 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
             break;
         case DT_STRTAB:
             d->strtab = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_STRSZ:
+            d->strsz = e->d_un.d_val;
             break;
         case DT_VERSYM:
             d->versym = dptr(lm, e->d_un.d_ptr);
@@ -128,30 +132,46 @@ static const char *version_name(const struct dyninfo *d, unsigned idx)
     return NULL;
 }
 
-/* A filter of the wanted names by their first three bytes: most relocations name none of
+/* A filter of the wanted names by their first eight bytes: most relocations name none of
  * them, and this rejects those with one bit test instead of a compare per wanted name (the
- * walk runs over every relocation of every loaded object: curl's 30 libraries). */
+ * walk runs over every relocation of every loaded object: curl's 30 libraries, libssl's
+ * hundreds of EVP_ and SSL_ imports, which a shorter prefix would let through). */
 #define NAME_FILTER_BITS 4096
 struct name_filter {
     uint64_t bits[NAME_FILTER_BITS / 64];
 };
 
-static unsigned name_key(const char *s)
+/* The name's first eight bytes as a number, zeros from its NUL on: one load when eight
+ * bytes from s are known to be readable (avail: the string table's rest), else byte by byte
+ * up to the NUL. */
+static inline __attribute__((always_inline)) uint64_t name_word(const char *s, size_t avail)
 {
-    unsigned h = (unsigned char)s[0];
-    if (s[0]) {
-        h = h * 131 + (unsigned char)s[1];
-        if (s[1])
-            h = h * 131 + (unsigned char)s[2];
+    uint64_t w = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (avail >= 8) {
+        memcpy(&w, s, 8);
+        /* The lowest zero byte is found exactly (a borrow only marks bytes above it). */
+        uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+        if (z)
+            w &= (1ull << (__builtin_ctzll(z) & ~7u)) - 1;
+        return w;
     }
-    return h % NAME_FILTER_BITS;
+#endif
+    for (size_t i = 0; i < 8 && s[i]; i++)
+        w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+static unsigned name_key(uint64_t word)
+{
+    return (unsigned)((word * 0x9e3779b97f4a7c15ull) >> 52) % NAME_FILTER_BITS;
 }
 
 static void filter_build(struct name_filter *f, const char *const names[], int n)
 {
     memset(f, 0, sizeof(*f));
     for (int i = 0; i < n; i++) {
-        unsigned k = name_key(names[i]);
+        unsigned k = name_key(name_word(names[i], strlen(names[i]) + 1));
         f->bits[k / 64] |= 1ull << (k % 64);
     }
 }
@@ -160,8 +180,9 @@ static void filter_build(struct name_filter *f, const char *const names[], int n
 static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
                       const struct name_filter *f)
 {
-    const char *s = d->strtab + d->symtab[symidx].st_name;
-    unsigned k = name_key(s);
+    size_t at = d->symtab[symidx].st_name;
+    const char *s = d->strtab + at;
+    unsigned k = name_key(name_word(s, d->strsz > at ? d->strsz - at : 0));
     if (!(f->bits[k / 64] & (1ull << (k % 64))))
         return -1;
     for (int i = 0; i < n; i++)

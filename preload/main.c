@@ -104,8 +104,10 @@ static int64_t tv_ns(struct timeval tv)
 static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
 {
     size_t n = (size_t)snprintf(buf, cap, "{"), u = (size_t)snprintf(unfired, ucap, "[");
+    uint64_t calls[TLSM_FN_COUNT];
+    tlsm_thread_calls_all(calls);
     for (int i = 0; i < TLSM_FN_COUNT && n < cap && u < ucap; i++) {
-        uint64_t c = tlsm_thread_calls(i);
+        uint64_t c = calls[i];
         n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":%llu", i ? "," : "", tlsm_hooks[i].name,
                               (unsigned long long)c);
         if (!c && tlsm_hooks[i].family != 'D' && tlsm_hooks[i].family != 'F')
