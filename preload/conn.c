@@ -25,7 +25,7 @@ struct tlsm_conn_state {
 
 static struct tlsm_table conns;
 static _Atomic uint32_t next_conn = 1;
-static _Atomic uint64_t next_read = 1;
+_Atomic uint64_t tlsm_next_read = 1;
 
 int tlsm_conn_init(void)
 {
@@ -50,12 +50,6 @@ void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj
     sc->cs = cs;
     th->conn = cs ? cs->id : 0;
     th->conn_state = cs;
-}
-
-void tlsm_conn_leave(struct tlsm_conn_scope *sc)
-{
-    tlsm_th.conn = sc->prev_conn;
-    tlsm_th.conn_state = sc->prev_cs;
 }
 
 uint32_t tlsm_conn_current(void)
@@ -132,18 +126,6 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
     maybe_open(cs, ssl, t1);
 }
 
-void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
-{
-    struct tlsm_thread *th = &tlsm_th;
-    (void)sc;
-    (void)t0;
-    th->in_read = true;
-    th->read_id = atomic_fetch_add_explicit(&next_read, 1, memory_order_relaxed);
-    th->read_recs = 0;
-    th->read_preempt = 0;
-    th->read_crypto_ns = 0;
-}
-
 void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
 {
     struct tlsm_thread *th = &tlsm_th;
@@ -199,13 +181,15 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
     th->in_read = false;
     if (cs) {
         cs->reads++;
-        /* A peek's bytes are returned again by a later read: count them once. */
-        if (strncmp(fn, "SSL_peek", 8))
+        /* A peek's bytes are returned again by a later read: count them once. fn is a hook's
+         * name, 8 bytes or more (an inlined compare: a libc call here was 10 % of a read). */
+        if (memcmp(fn, "SSL_peek", 8))
             cs->got += got > 0 ? (uint64_t)got : 0;
         cs->recs += th->read_recs;
         cs->crypto_ns += th->read_crypto_ns;
         cs->preempt += th->read_preempt;
-        tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
+        if (!cs->opened) /* the call only while the handshake is not seen complete */
+            tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
         /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
          * decrypts for this connection (kTLS receive makes no EVP call). */
         if (got > 0 && !th->read_recs && !cs->ktls_asked) {

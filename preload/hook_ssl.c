@@ -46,7 +46,7 @@ static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, si
 
 /* Forwarded untraced: set-up not finished, our own call, nested in another SSL_* hook, or
  * an OpenSSL 1.x copy (left alone: its ABI is not the one tlsmeter speaks). */
-static bool untraced_ssl(struct tlsm_fwd f)
+static inline __attribute__((always_inline)) bool untraced_ssl(struct tlsm_fwd f)
 {
     return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth || (f.target && f.target->old_abi);
 }
