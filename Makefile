@@ -62,9 +62,22 @@ TLSM_LDFLAGS += $(SYSROOT_LDFLAGS)
 # -MP adds an empty rule per header, so a deleted header does not stop the build.
 DEPFLAGS := -MMD -MP
 
-PRELOAD_SRCS := $(wildcard preload/*.c)
+# The preload's layers, one folder each (docs/design.md, "Layers"); includes name the folder
+# ("core/record.h") and point down only (tests/cases/layers.sh).
+# CPU-specific code sits in preload/arch/$(ARCH)/, one folder per architecture (as uftrace's
+# arch/$(ARCH)); ARCH is the compiler's target, so a cross build picks its own.
+# (uname -m before a compiler is installed: `make deps` must still run on a fresh machine.)
+ARCH ?= $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null || uname -m)))
+ifeq ($(wildcard preload/arch/$(ARCH)/*.c),)
+$(error tlsmeter supports x86_64 and aarch64, not "$(ARCH)" (preload/arch/))
+endif
+PRELOAD_LAYERS := base trace forward core reroute hooks
+PRELOAD_SRCS := $(wildcard preload/arch/$(ARCH)/*.c $(PRELOAD_LAYERS:%=preload/%/*.c) preload/*.c)
 PRELOAD_OBJS := $(PRELOAD_SRCS:%.c=$(O)/%.o)
-ANALYZER_SRCS := $(wildcard analyzer/*.c)
+# The analyzer's layers: base (text, numbers, maps) < model (the trace's content) < input
+# (reading traces into it) < verdicts (what the numbers mean) < output (reports) < main.c.
+ANALYZER_LAYERS := base model input verdicts output
+ANALYZER_SRCS := $(wildcard $(ANALYZER_LAYERS:%=analyzer/%/*.c) analyzer/*.c)
 ANALYZER_OBJS := $(ANALYZER_SRCS:%.c=$(O)/%.o)
 TESTPROG_SRCS := $(wildcard tests/progs/*.c)
 TESTPROGS := $(TESTPROG_SRCS:tests/progs/%.c=$(O)/tests/%)
@@ -96,7 +109,7 @@ endif
 $(O)/preload/%.o: preload/%.c $(O)/preload/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) \
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Ipreload -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) \
 		$(UNWIND_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(PRELOAD): $(PRELOAD_OBJS)
@@ -107,7 +120,7 @@ $(PRELOAD): $(PRELOAD_OBJS)
 $(O)/analyzer/%.o: analyzer/%.c $(O)/analyzer/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) \
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS) $(CPPFLAGS) $(CFLAGS) \
 		-c -o $@ $<
 
 $(ANALYZER): $(ANALYZER_OBJS)
@@ -160,7 +173,7 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/bin/tlsmeter-*
 
 format:
-	clang-format -i preload/*.[ch] analyzer/*.[ch] tests/progs/*.c
+	clang-format -i $(PRELOAD_SRCS) $(wildcard preload/*/*.h) $(ANALYZER_SRCS) $(wildcard analyzer/*/*.h) tests/progs/*.c
 
 clean:
 	rm -rf $(O)
@@ -199,10 +212,11 @@ include $(wildcard $(DEPFILES))
 # Unit tests of the preload's pure parts (tests/unit/), linked without LD_PRELOAD: `make unit`
 # (seconds). make check runs the same programs (tests/cases/unit-preload.sh).
 UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime
-$(O)/tests/unit/recsm: tests/unit/recsm.c preload/recsm.c preload/recsm.h
-$(O)/tests/unit/json: tests/unit/json.c preload/json.c preload/json.h
-$(O)/tests/unit/cputime: tests/unit/cputime.c preload/clock.c preload/cputime.h preload/clock.h \
-	preload/thread.h preload/resolve.h preload/hooks.def preload/recsm.h
+$(O)/tests/unit/recsm: tests/unit/recsm.c preload/core/recsm.c preload/core/recsm.h preload/base/cpumark.h
+$(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h
+$(O)/tests/unit/cputime: tests/unit/cputime.c preload/base/clock.c preload/arch/$(ARCH)/cpu.c \
+	preload/trace/cputime.h preload/base/clock.h preload/trace/thread.h preload/base/fn.h \
+	preload/base/hooks.def preload/base/cpumark.h preload/arch/arch.h preload/arch/$(ARCH)/counter.h
 $(UNIT_TESTS):
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $@")

@@ -1,6 +1,6 @@
 /* main.c: tlsmeter-analyze: options, reading every trace once, and the chosen output. */
-#include "reader.h"
-#include "report.h"
+#include "input/reader.h"
+#include "output/report.h"
 
 #include <errno.h>
 #include <getopt.h>

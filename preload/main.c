@@ -1,27 +1,25 @@
 /* main.c: libtlsmeter.so's life: set-up in the constructor (hooks stay inert until it is
  * done), fork handling, and the end event at exit. */
-#include "blind.h"
-#include "clock.h"
-#include "config.h"
-#include "cputime.h"
-#include "conn.h"
-#include "hook.h"
-#include "json.h"
-#include "log.h"
-#include "obj.h"
-#include "record.h"
-#include "backend.h"
-#include "reroute.h"
-#include "stack.h"
-#include "trace.h"
+#include "forward/blind.h"
+#include "base/clock.h"
+#include "trace/config.h"
+#include "trace/cputime.h"
+#include "core/conn.h"
+#include "hooks/hook.h"
+#include "base/json.h"
+#include "trace/log.h"
+#include "forward/obj.h"
+#include "core/record.h"
+#include "reroute/backend.h"
+#include "reroute/reroute.h"
+#include "core/stack.h"
+#include "trace/trace.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/auxv.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-_Atomic bool tlsm_active;
 
 /* Every lock of the preload is held across fork(), taken in one order that no other path
  * inverts (the backend load may open the trace; the end line reads thread counts under the
@@ -63,9 +61,14 @@ static void atfork_child(void)
     tlsm_trace_atfork_child();
 }
 
+static size_t end_line(char *buf, size_t cap);
+
 __attribute__((constructor)) static void tlsm_start(void)
 {
     tlsm_trace_init();
+    tlsm_trace_set_end_line(end_line);
+    tlsm_trace_add_replay(tlsm_obj_replay_libs);
+    tlsm_trace_add_replay(tlsm_backend_replay_libs);
     tlsm_log_init();
     tlsm_resolve_init();
     tlsm_config_load();
@@ -78,6 +81,7 @@ __attribute__((constructor)) static void tlsm_start(void)
         tlsm_warn("cannot allocate tracking tables; tracing off");
         return;
     }
+    tlsm_reroute_observe();
     tlsm_thread_init();
     tlsm_stack_init();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
@@ -120,7 +124,7 @@ static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
         snprintf(unfired + u, ucap - u, "]");
 }
 
-size_t tlsm_end_line(char *buf, size_t cap)
+static size_t end_line(char *buf, size_t cap)
 {
     char hooks[2048], unfired[1024], libs[2048], over[128], reroute[768], blind[1536];
     uint64_t events, dropped;

@@ -122,7 +122,7 @@ tls_client_ok() {
 
 # tls_mode_ok MODE: true when TLSMETER_CRYPTO=MODE can run in this build, else false with the
 # reason in TLS_MODE_SKIP. The hw/soft backend is a libcrypto copy loaded RTLD_DEEPBIND
-# (preload/backend.c), and ASan's dlopen dies on RTLD_DEEPBIND ("incompatible with sanitizer
+# (preload/reroute/backend.c), and ASan's dlopen dies on RTLD_DEEPBIND ("incompatible with sanitizer
 # runtime", google/sanitizers#611). Under ASan builds one probe tells (a small hw download from
 # the running server $TLS_PORT, once per case): when the preload learns to load its backend
 # there, the reroute checks run again by themselves.
@@ -142,7 +142,7 @@ tls_mode_ok() {
     fi
     [ "$TLS_DEEPBIND_OK" = 1 ] && return 0
     TLS_MODE_SKIP="ASan's dlopen refuses RTLD_DEEPBIND, which loads the $1 backend"
-    TLS_MODE_SKIP+=" (preload/backend.c; google/sanitizers#611)"
+    TLS_MODE_SKIP+=" (preload/reroute/backend.c; google/sanitizers#611)"
     return 1
 }
 

@@ -11,7 +11,7 @@
  * hook calls the next definition through a pointer resolved once with dlsym(RTLD_NEXT): the
  * cheapest interposition there is, so "tlsmeter minus this" is tlsmeter's own bookkeeping.
  * With FWD_COUNT=1 the total number of hooked calls goes to stderr at exit.
- * The list follows preload/hooks.def (families S, E, G). */
+ * The list follows preload/base/hooks.def (families S, E, G). */
 
 static int counting;
 static unsigned long calls;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-deps: the Makefile's header dependencies (-MMD -MP) rebuild exactly what includes a
-# touched file. A copy of the sources is built in a scratch tree; then preload/hooks.def, one
+# touched file. A copy of the sources is built in a scratch tree; then preload/base/hooks.def, one
 # analyzer header and tests/progs/tlsget.h are touched in turn and `make -n` must compile
 # exactly the objects whose source includes it, directly or through another header (found by
 # following `#include "..."` lines here, not by the compiler). Also: a fresh build is
@@ -39,15 +39,23 @@ def reads(path, seen):
     seen.add(path)
     text = open(os.path.join(src, path)).read()
     for name in inc.findall(text):
-        for base in (os.path.dirname(path), 'analyzer'):  # the fuzz target has -Ianalyzer
+        # the preload compiles with -Ipreload, the analyzer and the fuzz target with -Ianalyzer
+        for base in (os.path.dirname(path), 'preload', 'analyzer'):
             cand = os.path.normpath(os.path.join(base, name))
             if os.path.exists(os.path.join(src, cand)):
                 reads(cand, seen)
                 break
     return seen
-def sources(folder):
-    return sorted(os.path.join(folder, f) for f in os.listdir(os.path.join(src, folder))
-                  if f.endswith('.c'))
+def sources(folder, recurse=True):
+    out = []
+    for dirpath, _, names in os.walk(os.path.join(src, folder)):
+        out += [os.path.relpath(os.path.join(dirpath, f), src) for f in names if f.endswith('.c')]
+        if not recurse:
+            break
+    # preload/arch/: only the build's architecture is compiled
+    arch = os.uname().machine
+    return sorted(c for c in out if not c.startswith('preload/arch/') or
+                  c.startswith('preload/arch/' + arch + '/'))
 out = set()
 for c in sources('preload'):
     if touched in reads(c, set()):
@@ -55,7 +63,7 @@ for c in sources('preload'):
 for c in sources('analyzer'):
     if touched in reads(c, set()):
         out |= {'b/' + c[:-2] + '.o', 'b/tlsmeter-analyze'}
-for c in sources('tests/progs'):
+for c in sources('tests/progs', False):
     if touched in reads(c, set()):
         out.add('b/tests/' + os.path.basename(c)[:-2])
 if 'b/fuzz/fuzz-reader' in goals:
@@ -88,9 +96,9 @@ check_touch() {
     fi
 }
 
-check_touch preload/hooks.def "the preload objects that include it, and the library"
+check_touch preload/base/hooks.def "the preload objects that include it, and the library"
 # An analyzer header that only some analyzer files include: those, not the rest, not the preload.
-hdr=analyzer/symbolize.h
+hdr=analyzer/base/symbolize.h
 n_users=$(users $hdr | grep -c '^b/analyzer/.*\.o$')
 n_all=$(find "$src/analyzer" -name '*.c' | wc -l)
 if [ "$n_users" -ge "$n_all" ] || [ "$n_users" -eq 0 ]; then
@@ -101,20 +109,20 @@ fi
 check_touch tests/progs/tlsget.h "the test programs that include it"
 
 # An object without its .d (built before -MMD, or the file lost) is rebuilt, not kept stale.
-rm "$src/b/analyzer/hist.d"
+rm "$src/b/analyzer/base/hist.d"
 got=$(mk -n V=1 "${goals[@]}" | grep -o ' -o [^ ]*' | sed 's/^ -o //' | sort -u | tr '\n' ' ')
-if [ "$got" = "b/analyzer/hist.o b/tlsmeter-analyze " ]; then
+if [ "$got" = "b/analyzer/base/hist.o b/tlsmeter-analyze " ]; then
     pass "build-deps: an object whose .d is missing is rebuilt (and only it)"
 else
-    fail "build-deps: hist.d removed: want [b/analyzer/hist.o b/tlsmeter-analyze] got [$got]"
+    fail "build-deps: hist.d removed: want [b/analyzer/base/hist.o b/tlsmeter-analyze] got [$got]"
 fi
 mk "${goals[@]}" >>"$d/build.log" 2>&1
 
 # -MP: a header that no longer exists (and is no longer included) must not stop the build.
-printf '/* scratch.h: build-deps probe */\n' >"$src/analyzer/scratch.h"
-sed -i '1a #include "scratch.h"' "$src/analyzer/hist.c"
+printf '/* scratch.h: build-deps probe */\n' >"$src/analyzer/base/scratch.h"
+sed -i '1a #include "base/scratch.h"' "$src/analyzer/base/hist.c"
 mk "${goals[@]}" >>"$d/build.log" 2>&1
-rm "$src/analyzer/scratch.h"
-sed -i '/#include "scratch.h"/d' "$src/analyzer/hist.c"
+rm "$src/analyzer/base/scratch.h"
+sed -i '/#include "base\/scratch.h"/d' "$src/analyzer/base/hist.c"
 check "build-deps: a removed header does not break the build (-MP)" mk "${goals[@]}"
 rm -rf "$src"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # docs-settings: the docs cannot drift from the code. (1) The settings TLSMETER_HELP=1 prints
-# (preload/config.c's table) and the README's settings table agree name by name, in order,
+# (preload/trace/config.c's table) and the README's settings table agree name by name, in order,
 # with the same defaults; the header's `config` names the same settings. (2) Every `ev` kind
 # and every key the preload writes into real traces is documented in docs/trace-format.md, in
 # that kind's section: a download with stacks, calibration and an unknown setting (a warn

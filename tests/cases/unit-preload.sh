@@ -11,7 +11,7 @@ cc=${CC:-cc}
 san=()
 [ -n "${TLSM_SAN:-}" ] && san=(-fsanitize="$TLSM_SAN" -fno-sanitize-recover=all)
 if ! $cc -std=gnu11 -O2 -Wall -Wextra "${san[@]}" -I"$TLSM_TOP/preload" -o "$d/json" \
-    "$TLSM_TOP/tests/unit/json.c" "$TLSM_TOP/preload/json.c" 2>"$d/cc.err"; then
+    "$TLSM_TOP/tests/unit/json.c" "$TLSM_TOP/preload/base/json.c" 2>"$d/cc.err"; then
     fail "unit json: does not build: $(head -c 300 "$d/cc.err")"
     exit 0
 fi
@@ -22,7 +22,8 @@ echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 
 # The perf-clock reading of cputime.h on synthetic task-clock pages (issue 11).
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP/preload" \
-    -o "$d/cputime" "$TLSM_TOP/tests/unit/cputime.c" "$TLSM_TOP/preload/clock.c" 2>"$d/cc2.err"; then
+    -o "$d/cputime" "$TLSM_TOP/tests/unit/cputime.c" "$TLSM_TOP/preload/base/clock.c" \
+    "$TLSM_TOP/preload/arch/${TLSM_ARCH:-x86_64}/cpu.c" 2>"$d/cc2.err"; then
     fail "unit cputime: does not build: $(head -c 300 "$d/cc2.err")"
     exit 0
 fi
@@ -33,7 +34,7 @@ echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 
 # The record state machine on its own (issue 13): recsm.c and nothing else links.
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter "${san[@]}" -I"$TLSM_TOP/preload" \
-    -o "$d/recsm" "$TLSM_TOP/tests/unit/recsm.c" "$TLSM_TOP/preload/recsm.c" 2>"$d/cc3.err"; then
+    -o "$d/recsm" "$TLSM_TOP/tests/unit/recsm.c" "$TLSM_TOP/preload/core/recsm.c" 2>"$d/cc3.err"; then
     fail "unit recsm: does not build: $(head -c 300 "$d/cc3.err")"
     exit 0
 fi

@@ -1,10 +1,10 @@
 /* fuzz_reader.c: libFuzzer target for the trace reader and everything behind it (model,
  * classification, verdicts, every output format), plus a differential check: a line the
  * fast scanner accepts must be accepted by jansson with the same fields. */
-#include "event.h"
-#include "reader.h"
-#include "report.h"
-#include "scan.h"
+#include "model/event.h"
+#include "input/reader.h"
+#include "output/report.h"
+#include "input/scan.h"
 
 #include <jansson.h>
 #include <stdint.h>

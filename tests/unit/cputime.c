@@ -1,7 +1,7 @@
 /* tests/unit/cputime.c: the perf-clock reading of a task-clock page (cputime.h) on synthetic
  * pages, since machines without a user time base (VMs) never run it: the perf_event_open(2)
  * formula, the seqlock, a narrow counter (cap_user_time_short), no time base. */
-#include "cputime.h"
+#include "trace/cputime.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* tests/unit/json.c: the preload's JSON writer against printf, linked directly (no preload):
  * integers at every digit count and sign, escaping, the bool/safe/raw helpers, overflow. */
-#include "json.h"
+#include "base/json.h"
 
 #include <inttypes.h>
 #include <stdio.h>

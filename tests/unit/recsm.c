@@ -1,10 +1,10 @@
-/* tests/unit/recsm.c: the record state machine (preload/recsm.c) driven directly, no
+/* tests/unit/recsm.c: the record state machine (preload/core/recsm.c) driven directly, no
  * LD_PRELOAD, no network: replays the EVP call sequences OpenSSL 3.0's libssl made in real
  * exchanges (tests/unit/evp/NAME.SIDE.evp, both peers of each) and checks the records against the
  * recorder's own observations and against the peer's records; then hand-written sequences
  * (a write inside a read, a failed tag, reuse after reset, interleaved contexts).
  * Usage: recsm DATADIR. Prints PASS/FAIL lines; exit 1 on any FAIL. */
-#include "recsm.h"
+#include "core/recsm.h"
 
 #include <stdio.h>
 #include <stdlib.h>

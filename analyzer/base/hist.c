@@ -1,0 +1,268 @@
+/* hist.c: log2 buckets for display, exact counts (bounded) and log-linear buckets for
+ * percentiles: memory depends on the number of buckets, never on the trace length. */
+#include "base/hist.h"
+
+#include "base/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+int hist__log2_idx(uint64_t v)
+{
+    return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+uint64_t hist__log2_lo(int k)
+{
+    return k ? 1ULL << (k - 1) : 0;
+}
+
+static int ll_idx(uint64_t v)
+{
+    int e;
+
+    if (v < 128)
+        return (int)v;
+    e = 63 - __builtin_clzll(v); /* >= 7 */
+    return 128 + (e - 7) * HIST_LL_SUB + (int)((v >> (e - 6)) & (HIST_LL_SUB - 1));
+}
+
+static uint64_t ll_lo(int i)
+{
+    int e;
+
+    if (i < 128)
+        return (uint64_t)i;
+    e = (i - 128) / HIST_LL_SUB + 7;
+    return (1ULL << e) | ((uint64_t)((i - 128) % HIST_LL_SUB) << (e - 6));
+}
+
+static uint64_t slot_of(uint64_t v)
+{
+    return (v * 0x9e3779b97f4a7c15ULL) >> 51; /* 13 bits: 2 * HIST_EXACT_MAX slots */
+}
+
+static void exact_add(struct hist *h, uint64_t v, uint64_t count)
+{
+    uint64_t i;
+
+    if (h->overflow)
+        return;
+    if (!h->exact)
+        h->exact = xcalloc(2 * HIST_EXACT_MAX, sizeof(*h->exact));
+    for (i = slot_of(v);; i = (i + 1) & (2 * HIST_EXACT_MAX - 1)) {
+        struct hist_exact *s = &h->exact[i];
+
+        if (s->count && s->val == v) {
+            s->count += count;
+            return;
+        }
+        if (!s->count)
+            break;
+    }
+    if (h->nexact == HIST_EXACT_MAX) {
+        /* Too many distinct values: fall back to the log-linear buckets for good. */
+        h->overflow = true;
+        free(h->exact);
+        h->exact = NULL;
+        return;
+    }
+    h->exact[i].val = v;
+    h->exact[i].count = count;
+    h->nexact++;
+}
+
+void hist__add(struct hist *h, uint64_t v, uint64_t count)
+{
+    if (!count)
+        return;
+    if (!h->n || v < h->min)
+        h->min = v;
+    if (!h->n || v > h->max)
+        h->max = v;
+    h->n += count;
+    h->sum += v * count;
+    h->log2[hist__log2_idx(v)] += count;
+    if (!h->ll)
+        h->ll = xcalloc(HIST_LL_N, sizeof(*h->ll));
+    h->ll[ll_idx(v)] += count;
+    exact_add(h, v, count);
+}
+
+void hist__merge(struct hist *dst, const struct hist *src)
+{
+    int i;
+
+    if (!src->n)
+        return;
+    if (!dst->ll)
+        dst->ll = xcalloc(HIST_LL_N, sizeof(*dst->ll));
+    if (!dst->n || src->min < dst->min)
+        dst->min = src->min;
+    if (!dst->n || src->max > dst->max)
+        dst->max = src->max;
+    dst->n += src->n;
+    dst->sum += src->sum;
+    for (i = 0; i < HIST_LOG2_N; i++)
+        dst->log2[i] += src->log2[i];
+    for (i = 0; i < HIST_LL_N; i++)
+        dst->ll[i] += src->ll[i];
+    if (src->overflow) {
+        dst->overflow = true;
+        free(dst->exact);
+        dst->exact = NULL;
+        return;
+    }
+    for (i = 0; i < 2 * HIST_EXACT_MAX; i++)
+        if (src->exact[i].count)
+            exact_add(dst, src->exact[i].val, src->exact[i].count);
+}
+
+static int cmp_val(const void *a, const void *b)
+{
+    const struct hist_exact *x = a, *y = b;
+
+    return x->val < y->val ? -1 : x->val > y->val;
+}
+
+static uint64_t exact_pct(const struct hist *h, uint64_t rank)
+{
+    struct hist_exact *v = xmalloc(h->nexact * sizeof(*v));
+    uint64_t seen = 0, res = h->max;
+    uint32_t i, k = 0;
+
+    for (i = 0; i < 2 * HIST_EXACT_MAX; i++)
+        if (h->exact[i].count)
+            v[k++] = h->exact[i];
+    qsort(v, k, sizeof(*v), cmp_val);
+    for (i = 0; i < k; i++) {
+        seen += v[i].count;
+        if (seen >= rank) {
+            res = v[i].val;
+            break;
+        }
+    }
+    free(v);
+    return res;
+}
+
+uint64_t hist__pct(const struct hist *h, double p)
+{
+    uint64_t rank, seen = 0;
+    int i;
+
+    if (!h->n)
+        return 0;
+    rank = (uint64_t)(p * (double)h->n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    if (!h->overflow)
+        return exact_pct(h, rank);
+    for (i = 0; i < HIST_LL_N; i++) {
+        seen += h->ll[i];
+        if (seen >= rank)
+            return ll_lo(i) > h->min ? ll_lo(i) : h->min;
+    }
+    return h->max;
+}
+
+double hist__mean(const struct hist *h)
+{
+    return h->n ? (double)h->sum / (double)h->n : 0.0;
+}
+
+void hist__free(struct hist *h)
+{
+    free(h->ll);
+    free(h->exact);
+    h->ll = NULL;
+    h->exact = NULL;
+}
+
+static int rbin(double v)
+{
+    double k;
+
+    if (!(v > RHIST_LO)) /* also NaN */
+        return 0;
+    k = log2(v / RHIST_LO) * RHIST_PER_OCTAVE;
+    return k >= RHIST_N - 1 ? RHIST_N - 1 : (int)k;
+}
+
+static void rbin_add(struct rhist *h, int i, uint64_t count)
+{
+    uint64_t c = h->bins[i] + count;
+
+    if (c > UINT32_MAX) {
+        c = UINT32_MAX;
+        h->big++;
+    }
+    h->bins[i] = (uint32_t)c;
+}
+
+void rhist__add(struct rhist *h, double v)
+{
+    if (!h->bins)
+        h->bins = xcalloc(RHIST_N, sizeof(*h->bins));
+    if (!h->n || v < h->min)
+        h->min = v;
+    if (!h->n || v > h->max)
+        h->max = v;
+    h->n++;
+    h->sum += v;
+    rbin_add(h, rbin(v), 1);
+}
+
+void rhist__merge(struct rhist *dst, const struct rhist *src)
+{
+    int i;
+
+    if (!src->n)
+        return;
+    if (!dst->bins)
+        dst->bins = xcalloc(RHIST_N, sizeof(*dst->bins));
+    if (!dst->n || src->min < dst->min)
+        dst->min = src->min;
+    if (!dst->n || src->max > dst->max)
+        dst->max = src->max;
+    dst->n += src->n;
+    dst->sum += src->sum;
+    dst->big += src->big;
+    for (i = 0; i < RHIST_N; i++)
+        if (src->bins[i])
+            rbin_add(dst, i, src->bins[i]);
+}
+
+double rhist__pct(const struct rhist *h, double p)
+{
+    uint64_t rank, seen = 0;
+    double mid;
+    int i;
+
+    if (!h->n)
+        return 0;
+    rank = (uint64_t)(p * (double)h->n + 0.999999);
+    if (rank < 1)
+        rank = 1;
+    for (i = 0; i < RHIST_N; i++) {
+        seen += h->bins[i];
+        if (seen >= rank)
+            break;
+    }
+    if (i == RHIST_N)
+        return h->max;
+    /* The geometric middle of bin i, kept inside what was seen. */
+    mid = RHIST_LO * exp2(((double)i + 0.5) / RHIST_PER_OCTAVE);
+    return mid < h->min ? h->min : mid > h->max ? h->max : mid;
+}
+
+double rhist__mean(const struct rhist *h)
+{
+    return h->n ? h->sum / (double)h->n : 0.0;
+}
+
+void rhist__free(struct rhist *h)
+{
+    free(h->bins);
+    h->bins = NULL;
+}

@@ -1,0 +1,359 @@
+/* reader.c: splits a trace into lines and routes each one: the fast scanner for the hot
+ * kinds, jansson for the rest and for every line the scanner declines (jansson's verdict,
+ * with its reason and column, is what a malformed line is reported with). */
+#include "input/reader.h"
+
+#include "input/scan.h"
+#include "base/utf8.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rd {
+    struct model *m;
+    struct trace *t;
+    FILE *warn;
+    uint64_t lineno, warned;
+    bool header_seen;
+    enum read_status status;
+    struct event ev;
+};
+
+static void skipped(struct rd *r, const char *why)
+{
+    r->t->lines_skipped++;
+    if (r->warn && r->warned++ < READER_MAX_WARNINGS)
+        fprintf(r->warn, "%s:%llu: skipped: %s\n", r->t->file, (unsigned long long)r->lineno, why);
+}
+
+static bool blank(const char *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+            return false;
+    return true;
+}
+
+/* A tlsmeter warning to the traced process (its stderr may have gone elsewhere). */
+static int warn_event(struct trace *t, json_t *o)
+{
+    json_t *msg = json_object_get(o, "msg");
+
+    t->warnings++;
+    if (!t->warn_first && json_is_string(msg))
+        t->warn_first = xstrdup(json_string_value(msg));
+    return 0;
+}
+
+static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, size_t errlen)
+{
+    switch (k) {
+    case EV_HEADER:
+        snprintf(err, errlen,
+                 "a second header (concatenated traces? pass them as separate "
+                 "files)");
+        return -1;
+    case EV_LIB:
+        return model__lib(r->m, r->t, o, err, errlen);
+    case EV_END:
+        return model__end(r->m, r->t, o, err, errlen);
+    case EV_CALIB:
+        return model__calib(r->m, r->t, o, err, errlen);
+    case EV_STACK:
+        return stacks__stack(&r->m->stacks, (uint32_t)(r->t - r->m->traces), o, err, errlen);
+    case EV_MODULE:
+        return stacks__module(&r->m->stacks, (uint32_t)(r->t - r->m->traces), o, err, errlen);
+    case EV_BLIND:
+        return model__blind(r->m, r->t, o, err, errlen);
+    case EV_IMPL:
+        return model__impl(r->m, r->t, o, err, errlen);
+    case EV_FWD:
+        return 0; /* where calls were forwarded: for the tests, no figure of the report */
+    case EV_REC:
+    case EV_READ:
+    case EV_CONN:
+        if (event__from_json(&r->ev, o, err, errlen))
+            return -1;
+        return model__event(r->m, r->t, &r->ev, err, errlen);
+    default:
+        if (!strcmp(json_string_value(json_object_get(o, "ev")), "warn"))
+            return warn_event(r->t, o);
+        r->t->lines_unknown++; /* a kind from a newer writer: not an error */
+        return 0;
+    }
+}
+
+static json_t *parse(struct rd *r, const char *p, size_t n, bool complete, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *o = json_loadb(p, n, 0, &je);
+
+    if (!o) {
+        snprintf(err, errlen, "%s (column %d)", je.text, je.column);
+        return NULL;
+    }
+    if (!json_is_object(o)) {
+        snprintf(err, errlen, "not a JSON object");
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static enum ev_kind kind_of(json_t *o)
+{
+    json_t *ev = json_object_get(o, "ev");
+
+    return json_is_string(ev) ? ev_kind__parse(json_string_value(ev), json_string_length(ev))
+                              : EV_OTHER;
+}
+
+static void slow_line(struct rd *r, const char *p, size_t n, bool complete, bool after_nul)
+{
+    char err[200];
+    json_t *o = parse(r, p, n, complete, err, sizeof(err));
+
+    if (!o && after_nul) {
+        r->t->lines_cut++; /* a copy into the mapped file the process's death interrupted */
+        return;
+    }
+    if (!o && !complete) {
+        /* The writer emits whole lines, so only a killed process leaves half a line. */
+        r->t->partial_last = true;
+        if (r->warn)
+            fprintf(r->warn, "%s:%llu: last line is incomplete: trace cut short\n", r->t->file,
+                    (unsigned long long)r->lineno);
+        return;
+    }
+    if (!o) {
+        skipped(r, err);
+        return;
+    }
+    if (!json_is_string(json_object_get(o, "ev")))
+        skipped(r, "no string \"ev\"");
+    else if (dispatch_json(r, o, kind_of(o), err, sizeof(err)))
+        skipped(r, err);
+    else
+        r->t->events++;
+    json_decref(o);
+}
+
+/* The header as JSON. A header an older writer wrote with raw bytes that are not UTF-8 (a
+ * setting, a path) is read with them replaced by U+FFFD, said once: one bad field must not
+ * lose the whole trace. */
+static json_t *parse_header(struct rd *r, const char *p, size_t n, bool complete, char *err,
+                            size_t errlen)
+{
+    json_t *o = parse(r, p, n, complete, err, errlen);
+    size_t fixed_n;
+    char *fixed;
+
+    if (o || !(fixed = utf8_repair(p, n, &fixed_n)))
+        return o;
+    o = parse(r, fixed, fixed_n, complete, err, errlen);
+    free(fixed);
+    if (o && r->warn)
+        fprintf(r->warn, "%s:%llu: header holds bytes that are not UTF-8: read as U+FFFD\n",
+                r->t->file, (unsigned long long)r->lineno);
+    return o;
+}
+
+static void first_line(struct rd *r, const char *p, size_t n, bool complete)
+{
+    char err[200];
+    json_t *o = parse_header(r, p, n, complete, err, sizeof(err));
+    int rc;
+
+    if (!o && !complete) {
+        r->t->partial_last = true;
+        r->status = RD_EMPTY;
+        if (r->warn)
+            fprintf(r->warn, "%s: cut short inside its header line\n", r->t->file);
+        return;
+    }
+    if (!o || kind_of(o) != EV_HEADER) {
+        if (r->warn)
+            fprintf(r->warn, "%s:%llu: not a tlsmeter trace: the first line is %s\n", r->t->file,
+                    (unsigned long long)r->lineno, o ? "not a header" : "not JSON");
+        r->status = RD_NOT_TRACE;
+        json_decref(o);
+        return;
+    }
+    rc = model__header(r->m, r->t, o, err, sizeof(err));
+    if (rc && r->warn)
+        fprintf(r->warn, "%s:%llu: %s\n", r->t->file, (unsigned long long)r->lineno, err);
+    r->status = rc == -3 ? RD_NEWER : rc ? RD_NOT_TRACE : RD_OK;
+    r->header_seen = !rc;
+    json_decref(o);
+}
+
+static void rd_piece(struct rd *r, const char *p, size_t n, bool complete, bool after_nul);
+
+/* Zeroed space from the mapped writer (the unused end of a thread's chunk; all of it in a
+ * killed process): NUL runs are skipped. Text before a run is a line the process's death
+ * cut (counted as such); text after the last run is a line of its own, or the tail of a
+ * cut one. */
+static void nul_line(struct rd *r, const char *p, size_t n, bool complete, const char *z)
+{
+    const char *end = p + n;
+
+    while (z) {
+        if (z > p && !blank(p, (size_t)(z - p)))
+            r->t->lines_cut++;
+        while (z < end && !*z)
+            z++;
+        p = z;
+        z = memchr(p, 0, (size_t)(end - p));
+    }
+    if (p < end)
+        rd_piece(r, p, (size_t)(end - p), complete, true);
+}
+
+/* One line without its '\n'; complete is false for a last line that had none. */
+static void rd_line(struct rd *r, const char *p, size_t n, bool complete)
+{
+    const char *z = memchr(p, 0, n);
+
+    r->lineno++;
+    if (z)
+        nul_line(r, p, n, complete, z);
+    else
+        rd_piece(r, p, n, complete, false);
+}
+
+static void rd_piece(struct rd *r, const char *p, size_t n, bool complete, bool after_nul)
+{
+    char err[200];
+
+    if (blank(p, n))
+        return;
+    if (after_nul && (p[0] != '{' || !complete)) {
+        r->t->lines_cut++; /* the tail of a line whose start was never written */
+        return;
+    }
+    if (!r->header_seen) {
+        first_line(r, p, n, complete);
+        return;
+    }
+    r->t->lines++;
+    if (scan__line(p, n, &r->ev)) {
+        slow_line(r, p, n, complete, after_nul);
+        return;
+    }
+    if (model__event(r->m, r->t, &r->ev, err, sizeof(err)))
+        skipped(r, err);
+    else
+        r->t->events++;
+}
+
+static bool fatal(const struct rd *r)
+{
+    return r->status != RD_OK;
+}
+
+static void rd_finish(struct rd *r)
+{
+    if (r->warn && r->warned > READER_MAX_WARNINGS)
+        fprintf(r->warn, "%s: %llu more malformed lines not shown\n", r->t->file,
+                (unsigned long long)(r->warned - READER_MAX_WARNINGS));
+    if (r->status == RD_OK && !r->header_seen)
+        r->status = RD_EMPTY;
+}
+
+enum read_status reader__buffer(struct model *m, const char *name, const char *buf, size_t len,
+                                FILE *warn)
+{
+    struct rd r = {.m = m, .t = model__new_trace(m, name), .warn = warn, .status = RD_OK};
+    const char *p = buf, *end = buf + len;
+
+    while (p < end && !fatal(&r)) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+        rd_line(&r, p, (size_t)((nl ? nl : end) - p), nl != NULL);
+        p = nl ? nl + 1 : end;
+    }
+    rd_finish(&r);
+    return r.status;
+}
+
+/* Complete lines in buf[0..have) go to rd_line; returns how many bytes were consumed. */
+static size_t rd_lines(struct rd *r, const char *buf, size_t have)
+{
+    const char *p = buf, *end = buf + have, *nl;
+
+    while (p < end && !fatal(r) && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+        rd_line(r, p, (size_t)(nl - p), true);
+        p = nl + 1;
+    }
+    return (size_t)(p - buf);
+}
+
+static void too_long(struct rd *r, FILE *f)
+{
+    int c;
+
+    r->lineno++;
+    if (!r->header_seen) {
+        /* The header is the first line: one too long is no header (the next line is not
+         * taken instead), the same error as any other first line that is not one. */
+        if (r->warn)
+            fprintf(r->warn, "%s:%llu: not a tlsmeter trace: the first line is %s\n", r->t->file,
+                    (unsigned long long)r->lineno, "longer than 1 MiB");
+        r->status = RD_NOT_TRACE;
+        return;
+    }
+    skipped(r, "line longer than 1 MiB");
+    while ((c = getc(f)) != EOF && c != '\n')
+        ;
+}
+
+static void rd_stream(struct rd *r, FILE *f, char *buf, size_t cap)
+{
+    size_t have = 0, used, n;
+
+    while (!fatal(r)) {
+        n = fread(buf + have, 1, cap - have, f);
+        have += n;
+        used = rd_lines(r, buf, have);
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        if (fatal(r))
+            return;
+        if (have == cap) {
+            too_long(r, f);
+            have = 0;
+        } else if (!n) {
+            break;
+        }
+    }
+    if (have)
+        rd_line(r, buf, have, false);
+}
+
+enum read_status reader__file(struct model *m, const char *path, FILE *warn)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+    struct rd r = {.m = m, .warn = warn, .status = RD_OK};
+    char *buf;
+
+    if (!f) {
+        fprintf(warn ? warn : stderr, "%s: %s\n", path, strerror(errno));
+        return RD_IO;
+    }
+    r.t = model__new_trace(m, path);
+    buf = xmalloc(READER_MAX_LINE);
+    rd_stream(&r, f, buf, READER_MAX_LINE);
+    if (ferror(f)) {
+        fprintf(warn ? warn : stderr, "%s: read error\n", path);
+        r.status = RD_IO;
+    }
+    free(buf);
+    if (f != stdin)
+        fclose(f);
+    rd_finish(&r);
+    return r.status;
+}

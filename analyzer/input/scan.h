@@ -1,0 +1,15 @@
+/* scan.h: a fast scanner for the flat JSON objects that make up almost every trace line. */
+#ifndef TLSM_SCAN_H
+#define TLSM_SCAN_H
+
+#include "model/event.h"
+
+#include <stddef.h>
+
+/* Parse line p[0..n) into e. Returns 0 when the line is a flat object of a hot kind (rec,
+ * read, conn) made only of constructs the scanner fully checks; -1 otherwise ("ask
+ * jansson"), which then either parses the line or gives the precise error. Strings in e
+ * point into p. */
+int scan__line(const char *p, size_t n, struct event *e);
+
+#endif

@@ -1,0 +1,160 @@
+/* event.c: the table of keys the hot event kinds use, and typed setters shared by the fast
+ * scanner and the jansson fallback. */
+#include "model/event.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct field fields[] = {
+    {"t", FT_INT, I_T},
+    {"tid", FT_INT, I_TID},
+    {"conn", FT_INT, I_CONN},
+    {"lib", FT_INT, I_LIB},
+    {"id", FT_INT, I_ID},
+    {"len", FT_INT, I_LEN},
+    {"pt", FT_INT, I_PT},
+    {"type", FT_INT, I_TYPE},
+    {"crypto_ns", FT_INT, I_CRYPTO_NS},
+    {"gcm_ns", FT_INT, I_GCM_NS},
+    {"gcm_bytes", FT_INT, I_GCM_BYTES},
+    {"read", FT_INT, I_READ},
+    {"stack", FT_INT, I_STACK},
+    {"want", FT_INT, I_WANT},
+    {"got", FT_INT, I_GOT},
+    {"err", FT_INT, I_ERR},
+    {"ns", FT_INT, I_NS},
+    {"recs", FT_INT, I_RECS},
+    {"reads", FT_INT, I_READS},
+    {"hs_ns", FT_INT, I_HS_NS},
+    {"hs_call_ns", FT_INT, I_HS_CALL_NS},
+    {"preempt", FT_INT, I_PREEMPT},
+    {"wall_ns", FT_INT, I_WALL_NS},
+    {"impl", FT_INT, I_IMPL},
+    {"ev", FT_STR, S_EV},
+    {"cipher", FT_STR, S_CIPHER},
+    {"path", FT_STR, S_PATH},
+    {"gcm_fn", FT_STR, S_GCM_FN},
+    {"fn", FT_STR, S_FN},
+    {"tls", FT_STR, S_TLS},
+    {"phase", FT_STR, S_PHASE},
+    {"role", FT_STR, S_ROLE},
+    {"proto", FT_STR, S_PROTO},
+    {"suite", FT_STR, S_SUITE},
+    {"tag_ok", FT_BOOL, 0},
+};
+
+static const char *const kind_names[] = {
+    [EV_OTHER] = "other", [EV_HEADER] = "header", [EV_LIB] = "lib",     [EV_CONN] = "conn",
+    [EV_REC] = "rec",     [EV_READ] = "read",     [EV_STACK] = "stack", [EV_END] = "end",
+    [EV_CALIB] = "calib", [EV_MODULE] = "module", [EV_BLIND] = "blind", [EV_IMPL] = "impl",
+    [EV_FWD] = "fwd",
+};
+
+const struct field *field__find(const char *k, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (fields[i].name[0] == k[0] && strlen(fields[i].name) == n &&
+            !memcmp(fields[i].name, k, n))
+            return &fields[i];
+    return NULL;
+}
+
+enum ev_kind ev_kind__parse(const char *p, size_t n)
+{
+    int k;
+
+    for (k = EV_HEADER; k <= EV_FWD; k++)
+        if (strlen(kind_names[k]) == n && !memcmp(kind_names[k], p, n))
+            return (enum ev_kind)k;
+    return EV_OTHER;
+}
+
+const char *ev_kind__name(enum ev_kind k)
+{
+    return kind_names[k];
+}
+
+void event__reset(struct event *e)
+{
+    e->kind = EV_OTHER;
+    e->have_i = e->have_s = 0;
+    e->have_tag_ok = e->tag_ok = false;
+    memset(e->i, 0, sizeof(e->i));
+    memset(e->s, 0, sizeof(e->s)); /* a missing string must not point into an old line */
+}
+
+static const char *type_name(enum field_type t)
+{
+    return t == FT_INT ? "an integer" : t == FT_STR ? "a string" : "true or false";
+}
+
+int event__bad_type(const struct field *f, const char *got, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "key \"%s\" must be %s, not %s", f->name, type_name(f->type), got);
+    return -1;
+}
+
+int event__set_int(struct event *e, const struct field *f, int64_t v, char *err, size_t errlen)
+{
+    if (f->type != FT_INT)
+        return event__bad_type(f, "an integer", err, errlen);
+    e->i[f->slot] = v;
+    e->have_i |= 1u << f->slot;
+    return 0;
+}
+
+int event__set_str(struct event *e, const struct field *f, const char *p, size_t n, char *err,
+                   size_t errlen)
+{
+    if (f->type != FT_STR)
+        return event__bad_type(f, "a string", err, errlen);
+    e->s[f->slot].p = p;
+    e->s[f->slot].n = n;
+    e->have_s |= 1u << f->slot;
+    if (f->slot == S_EV)
+        e->kind = ev_kind__parse(p, n);
+    return 0;
+}
+
+int event__set_bool(struct event *e, const struct field *f, bool v, char *err, size_t errlen)
+{
+    if (f->type != FT_BOOL)
+        return event__bad_type(f, "true or false", err, errlen);
+    e->have_tag_ok = true;
+    e->tag_ok = v;
+    return 0;
+}
+
+int event__from_json(struct event *e, json_t *o, char *err, size_t errlen)
+{
+    const char *key;
+    json_t *v;
+
+    event__reset(e);
+    json_object_foreach(o, key, v)
+    {
+        const struct field *f = field__find(key, strlen(key));
+        int rc = 0;
+
+        if (!f)
+            continue;
+        if (json_is_integer(v))
+            rc = event__set_int(e, f, (int64_t)json_integer_value(v), err, errlen);
+        else if (json_is_string(v))
+            rc = event__set_str(e, f, json_string_value(v), json_string_length(v), err, errlen);
+        else if (json_is_boolean(v))
+            rc = event__set_bool(e, f, json_is_true(v), err, errlen);
+        else
+            rc = event__bad_type(f,
+                                 json_is_real(v)   ? "a real number"
+                                 : json_is_null(v) ? "null"
+                                                   : "an object or array",
+                                 err, errlen);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

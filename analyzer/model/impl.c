@@ -1,0 +1,362 @@
+/* impl.c: the class comes from the code that ran: for AES-GCM the impl event (the AES and
+ * GHASH functions the GCM context pointed at, identified from their instructions); for
+ * ChaCha20-Poly1305 OpenSSL's dispatch rules applied to the instance's capability bits.
+ * Traces without impl events fall back to capability bits and which GCM entry carried the
+ * bytes. ns/byte only cross-checks, on bulk records: the bands move with the CPU and mean
+ * nothing under emulation. */
+#include "model/impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* Wide sanity bands for the cross-check only (docs/design.md section 8: ~0.26 / 1.65-3.8 /
+ * 7.9 ns/B on x86_64 here, about 0.46 / 9.8 on the OTA SoC). The verdicts never use them. */
+static const double band_lo[] = {[IMPL_HARDWARE] = 0.0, [IMPL_VECTOR] = 0.8, [IMPL_TABLE] = 2.5};
+static const double band_hi[] = {[IMPL_HARDWARE] = 1.2, [IMPL_VECTOR] = 8.0, [IMPL_TABLE] = 1e9};
+
+const char *impl__name(enum impl_class c)
+{
+    static const char *const n[] = {"unknown", "hardware", "vector", "table"};
+
+    return n[c];
+}
+
+bool impl__is_aes_gcm(const char *c)
+{
+    size_t n = strlen(c);
+
+    return !strncmp(c, "AES-", 4) && n > 8 && !strcmp(c + n - 4, "-GCM");
+}
+
+bool impl__is_chacha(const char *c)
+{
+    return !strncasecmp(c, "chacha20", 8);
+}
+
+bool trace__unfired(const struct trace *t, const char *fn)
+{
+    int i;
+
+    for (i = 0; i < t->nunfired; i++)
+        if (!strcmp(t->unfired[i], fn))
+            return true;
+    return false;
+}
+
+static bool is_arm(const struct trace *t, const struct lib *l)
+{
+    if (t->arch)
+        return !strcmp(t->arch, "aarch64");
+    return l && (l->caps_known & (1u << CAP_PMULL));
+}
+
+static bool cap(const struct lib *l, enum cap c)
+{
+    return l && (l->caps & (1u << c));
+}
+
+static bool caps_known(const struct lib *l, enum cap a, enum cap b)
+{
+    return l && (l->caps_known & (1u << a)) && (l->caps_known & (1u << b));
+}
+
+static void caps_text(const struct trace *t, const struct lib *l, char *buf, size_t n)
+{
+    static const enum cap x86[] = {CAP_AESNI, CAP_PCLMULQDQ, CAP_SSSE3,
+                                   CAP_AVX2,  CAP_AVX512F,   CAP_AVX512VL};
+    static const enum cap arm[] = {CAP_AES, CAP_PMULL, CAP_NEON};
+    const enum cap *list = is_arm(t, l) ? arm : x86;
+    size_t k, cnt = is_arm(t, l) ? 3 : 6, off = 0;
+
+    buf[0] = '\0';
+    for (k = 0; l && k < cnt && off < n; k++)
+        if (l->caps_known & (1u << list[k]))
+            off += (size_t)snprintf(buf + off, n - off, "%s%c%s", off ? " " : "",
+                                    cap(l, list[k]) ? '+' : '-', cap__name(list[k]));
+    if (!off)
+        snprintf(buf, n, "unknown");
+}
+
+/* AES + carry-less multiply: the stitched hardware GCM kernel can run. */
+static bool caps_hw(const struct trace *t, const struct lib *l)
+{
+    return is_arm(t, l) ? cap(l, CAP_AES) && cap(l, CAP_PMULL)
+                        : cap(l, CAP_AESNI) && cap(l, CAP_PCLMULQDQ);
+}
+
+static bool caps_hw_known(const struct trace *t, const struct lib *l)
+{
+    return is_arm(t, l) ? caps_known(l, CAP_AES, CAP_PMULL)
+                        : caps_known(l, CAP_AESNI, CAP_PCLMULQDQ);
+}
+
+static void vector_detail(const struct trace *t, const struct lib *l, char *buf, size_t n)
+{
+    if (is_arm(t, l))
+        snprintf(buf, n, "%s",
+                 cap(l, CAP_AES) ? "ARMv8 AES + software GHASH"
+                                 : "AES: vector (vpaes/bit-sliced, NEON) via ctr32");
+    else if (cap(l, CAP_AESNI))
+        snprintf(buf, n, "AES: AES-NI; GHASH: software (no PCLMULQDQ) via ctr32");
+    else if (cap(l, CAP_PCLMULQDQ))
+        snprintf(buf, n, "AES: bit-sliced (SSSE3) in software; GHASH: PCLMULQDQ, via ctr32");
+    else
+        snprintf(buf, n, "AES: bit-sliced (SSSE3); GHASH: 4-bit table; both in software");
+}
+
+/* Rerouted records carry no GCM-level data (tlsmeter does not trace its own backend): the
+ * class comes from the backend's mode and capability bits. */
+static bool classify_rerouted(const struct trace *t, const struct lib *l, const char *path,
+                              struct impl_result *r)
+{
+    char caps[96];
+
+    if (!strcmp(path, "native") || !*path)
+        return false;
+    caps_text(t, l, caps, sizeof(caps));
+    snprintf(r->evidence, sizeof(r->evidence), "reroute backend (path %s); caps %s", path, caps);
+    if (!strcmp(path, "soft")) {
+        r->cls = IMPL_TABLE;
+        snprintf(r->detail, sizeof(r->detail), "reroute soft backend: table AES + 4-bit GHASH");
+    } else if (caps_hw(t, l)) {
+        r->cls = IMPL_HARDWARE;
+        snprintf(r->detail, sizeof(r->detail), "reroute hw backend: %s",
+                 is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+    } else {
+        snprintf(r->detail, sizeof(r->detail), "reroute backend without known hardware caps");
+    }
+    return true;
+}
+
+/* One half's tier and words. Names are the impl event's (docs/trace-format.md). */
+struct half {
+    const char *name;
+    enum impl_class cls;
+    const char *text;
+};
+
+static const struct half aes_halves[] = {
+    {"aesni", IMPL_HARDWARE, "AES-NI"},
+    {"armv8", IMPL_HARDWARE, "ARMv8 AES"},
+    {"bsaes", IMPL_VECTOR, "bit-sliced (bsaes; runs under 8 blocks: table AES_encrypt)"},
+    {"vpaes", IMPL_VECTOR, "vpaes (byte shuffles)"},
+    {"table", IMPL_TABLE, "table (AES_encrypt)"},
+};
+
+static const struct half bsaes_short = {
+    "bsaes", IMPL_TABLE, "table (bsaes's AES_encrypt fallback: these records are under 8 blocks)"};
+
+static const struct half ghash_halves[] = {
+    {"clmul-avx", IMPL_HARDWARE, "PCLMULQDQ (AVX)"},
+    {"clmul", IMPL_HARDWARE, "PCLMULQDQ"},
+    {"pmull", IMPL_HARDWARE, "PMULL"},
+    {"neon", IMPL_VECTOR, "NEON 8-bit multiplies"},
+    {"4bit", IMPL_TABLE, "4-bit table"},
+};
+
+static const struct half *half_of(const struct half *h, size_t n, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (!strcmp(h[i].name, name))
+            return &h[i];
+    return NULL;
+}
+
+/* Both halves known: hardware when both are, else the slower half's tier. */
+static bool classify_code(const struct trace *t, const struct bucket *b, struct impl_result *r)
+{
+    const struct impl_ev *e = b->impl ? trace__impl(t, b->impl) : NULL;
+    const struct half *a, *g;
+
+    if (!e || b->impl_ct < b->impl_none_ct)
+        return false;
+    a = half_of(aes_halves, sizeof(aes_halves) / sizeof(aes_halves[0]), e->aes);
+    g = half_of(ghash_halves, sizeof(ghash_halves) / sizeof(ghash_halves[0]), e->ghash);
+    if (!a || !g)
+        return false;
+    /* ossl_bsaes_ctr32_encrypt_blocks hands calls under 8 blocks to AES_encrypt: records
+     * averaging under 128 bytes ran table AES. */
+    if (!strcmp(e->aes, "bsaes") && b->st.rec_ct < 128 * b->st.recs)
+        a = &bsaes_short;
+    r->cls = a->cls > g->cls ? a->cls : g->cls;
+    snprintf(r->detail, sizeof(r->detail), "AES: %s%s; GHASH: %s%s%s", a->text,
+             a->cls == IMPL_HARDWARE ? "" : " in software", g->text,
+             g->cls == IMPL_HARDWARE ? "" : " in software",
+             e->stitched ? "; stitched AES-GCM kernel for bulk" : "");
+    snprintf(r->evidence, sizeof(r->evidence),
+             "impl event %lld: the GCM context's functions are %s AES and %s GHASH (identified "
+             "from their instructions)%s",
+             (long long)e->id, e->aes, e->ghash,
+             b->impl_other_ct ? "; some records name another implementation" : "");
+    return true;
+}
+
+static void classify_gcm(const struct trace *t, const struct lib *l, const struct stats *s,
+                         struct impl_result *r)
+{
+    double total = (double)s->rec_ct, dec = (double)s->gcm_dec, ctr = (double)s->gcm_ctr;
+    double seen = dec + ctr + (double)s->gcm_both;
+    bool blind = trace__unfired(t, "CRYPTO_gcm128_decrypt") &&
+                 trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32");
+    char caps[96];
+
+    caps_text(t, l, caps, sizeof(caps));
+    snprintf(r->evidence, sizeof(r->evidence),
+             "%.1f %% of bytes through CRYPTO_gcm128_decrypt, %.1f %% through _ctr32; caps %s",
+             100 * dec / total, 100 * ctr / total, caps);
+    if (dec >= 0.5 * total) {
+        r->cls = IMPL_TABLE;
+        snprintf(r->detail, sizeof(r->detail), "table AES + 4-bit GHASH");
+        if (caps_hw(t, l))
+            snprintf(r->detail, sizeof(r->detail),
+                     "table AES + 4-bit GHASH although the CPU has AES: built without asm");
+    } else if (ctr >= 0.5 * total) {
+        r->cls = IMPL_VECTOR;
+        vector_detail(t, l, r->detail, sizeof(r->detail));
+    } else if (seen >= 0.5 * total) {
+        snprintf(r->detail, sizeof(r->detail), "both GCM entries carried the bytes");
+    } else if (caps_hw(t, l) || (!caps_hw_known(t, l) && seen > 0 && !blind)) {
+        r->cls = IMPL_HARDWARE;
+        snprintf(r->detail, sizeof(r->detail), "%s stitched GCM kernel",
+                 is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+    } else if (blind) {
+        snprintf(r->detail, sizeof(r->detail),
+                 "the CRYPTO_gcm128_* hooks never fired: code path not visible");
+    } else {
+        snprintf(r->detail, sizeof(r->detail), "bytes bypass CRYPTO_gcm128_* but %s",
+                 caps_hw_known(t, l) ? "the capability bits show no hardware AES"
+                                     : "the capability bits are unknown");
+    }
+}
+
+/* OpenSSL 3.0-3.x dispatch (crypto/chacha/asm/chacha-x86_64.pl, ChaCha20_ctr32): AVX512F,
+ * then AVX512VL, are tested before SSSE3; XOP and AVX2 only inside the SSSE3 path (AVX2 for
+ * more than 128 bytes). Poly1305 (poly1305-x86_64.pl, poly1305_init): AVX512F+IFMA+VL, AVX2,
+ * AVX, else scalar. aarch64 (chacha-armv8.pl): NEON for 192 bytes and more. */
+static void chacha_x86(const struct lib *l, char *cc, size_t n, bool *simd)
+{
+    *simd = true;
+    if (cap(l, CAP_AVX512F))
+        snprintf(cc, n, "AVX-512");
+    else if (cap(l, CAP_AVX512VL))
+        snprintf(cc, n, "AVX-512VL (256-bit)");
+    else if (!cap(l, CAP_SSSE3))
+        *simd = false, snprintf(cc, n, "scalar, plain software (no SSSE3, no AVX-512)");
+    else if (cap(l, CAP_XOP))
+        snprintf(cc, n, "XOP");
+    else if (cap(l, CAP_AVX2))
+        snprintf(cc, n, "AVX2 over 128 B, SSSE3 below");
+    else
+        snprintf(cc, n, "SSSE3");
+}
+
+static void classify_chacha(const struct trace *t, const struct lib *l, struct impl_result *r)
+{
+    char caps[96], cc[48];
+    const char *poly;
+    bool simd;
+
+    caps_text(t, l, caps, sizeof(caps));
+    snprintf(r->evidence, sizeof(r->evidence),
+             "OpenSSL's ChaCha20/Poly1305 dispatch rules on the instance's caps %s", caps);
+    if (!l || !l->caps_known) {
+        snprintf(r->detail, sizeof(r->detail), "ChaCha20 implementation not known from the caps");
+        return;
+    }
+    if (is_arm(t, l)) {
+        simd = cap(l, CAP_NEON);
+        snprintf(cc, sizeof(cc), "%s", simd ? "NEON from 192 B, scalar below" : "scalar");
+        poly = simd ? "NEON" : "scalar";
+    } else {
+        chacha_x86(l, cc, sizeof(cc), &simd);
+        poly = cap(l, CAP_AVX512F) && cap(l, CAP_AVX512VL) && cap(l, CAP_AVX512IFMA)
+                   ? "AVX-512 IFMA"
+               : cap(l, CAP_AVX2) ? "AVX2"
+               : cap(l, CAP_AVX)  ? "AVX"
+                                  : "scalar";
+    }
+    r->cls = simd ? IMPL_VECTOR : IMPL_TABLE;
+    snprintf(r->detail, sizeof(r->detail), "ChaCha20: %s; Poly1305: %s", cc, poly);
+}
+
+static const struct calib *calib_for(const struct trace *t, int cipher, enum impl_class c)
+{
+    int i;
+
+    for (i = 0; i < t->ncalibs; i++)
+        if (t->calibs[i].cipher == cipher && !strcmp(t->calibs[i].impl, impl__name(c)))
+            return &t->calibs[i];
+    return NULL;
+}
+
+static void cross_check(const struct trace *t, const struct bucket *b, struct impl_result *r)
+{
+    double nspb = bucket__bulk_median(b), lo, hi; /* preemption inflates means, not this */
+    const struct calib *ref = calib_for(t, b->cipher, r->cls);
+    const char *what = ref ? "this trace's calibration" : "the usual band";
+
+    if (t->emulated) {
+        snprintf(r->check, sizeof(r->check),
+                 "no ns/B cross-check: emulated CPU (qemu), "
+                 "time is meaningless there");
+        return;
+    }
+    if (r->cls == IMPL_UNKNOWN || !r->aes_gcm || nspb < 0)
+        return; /* too few bulk records: fixed per-record costs dominate ns/B */
+    lo = ref ? ref->ns_per_byte / 3 : band_lo[r->cls];
+    hi = ref ? ref->ns_per_byte * 3 : band_hi[r->cls];
+    r->mismatch = nspb < lo || nspb > hi;
+    snprintf(r->check, sizeof(r->check), "bulk median %.2f ns/B %s %s for %s (%.2f-%.2f ns/B)",
+             nspb, r->mismatch ? "DISAGREES with" : "agrees with", what, impl__name(r->cls), lo,
+             hi > 1e8 ? 999.0 : hi);
+}
+
+void impl__classify(const struct model *m, const struct bucket *b, struct impl_result *r)
+{
+    const struct trace *t = &m->traces[b->trace];
+    const char *cipher = model__name(m, b->cipher);
+    const struct lib *l = trace__bucket_lib(t, b, model__name(m, b->path));
+
+    memset(r, 0, sizeof(*r));
+    r->aes_gcm = impl__is_aes_gcm(cipher);
+    if (!b->st.rec_ct)
+        snprintf(r->detail, sizeof(r->detail), "no bytes decrypted");
+    else if (r->aes_gcm && !(b->st.gcm_dec + b->st.gcm_ctr + b->st.gcm_both) &&
+             classify_rerouted(t, l, model__name(m, b->path), r))
+        ;
+    else if (r->aes_gcm) {
+        if (!classify_code(t, b, r))
+            classify_gcm(t, l, &b->st, r);
+    } else if (impl__is_chacha(cipher))
+        classify_chacha(t, l, r);
+    else
+        snprintf(r->detail, sizeof(r->detail), "no classification for %s", cipher);
+    cross_check(t, b, r);
+}
+
+enum impl_class impl__overall(const struct model *m)
+{
+    uint64_t bytes[4] = {0}, native = 0;
+    size_t i;
+    int c, best = IMPL_UNKNOWN;
+    struct impl_result r;
+
+    for (i = 0; i < m->nbuckets; i++)
+        if (!strcmp(model__name(m, m->buckets[i].path), "native"))
+            native += m->buckets[i].st.rec_ct;
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+
+        if (native && strcmp(model__name(m, b->path), "native"))
+            continue;
+        impl__classify(m, b, &r);
+        bytes[r.cls] += b->st.rec_ct;
+    }
+    for (c = 0; c < 4; c++)
+        if (bytes[c] > bytes[best])
+            best = c;
+    return (enum impl_class)best;
+}

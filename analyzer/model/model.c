@@ -1,0 +1,304 @@
+/* model.c: aggregation of rec, read and conn events into traces, buckets, connections and
+ * threads. Input numbers are untrusted: negatives are clamped and sums are unsigned. */
+#include "model/model.h"
+
+#include "base/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void model__init(struct model *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->names[m->nnames++] = xstrdup(""); /* index 0: "not given" */
+}
+
+static void free_trace(struct trace *t)
+{
+    int i;
+
+    free(t->file), free(t->comm), free(t->exe), free(t->arch), free(t->cpu);
+    free(t->clock), free(t->mode), free(t->version), free(t->quiet), free(t->reroute_reason);
+    free(t->exec), free(t->cputime), free(t->cputime_why), free(t->warn_first);
+    free(t->io), free(t->io_error);
+    for (i = 0; i < t->nunfired; i++)
+        free(t->unfired[i]);
+    for (i = 0; i < t->nlibs; i++) {
+        struct lib *l = &t->libs[i];
+
+        free(l->path), free(l->version), free(l->platform), free(l->role), free(l->cpuinfo);
+    }
+    for (i = 0; i < t->nblind; i++)
+        model__blind_free(&t->blind[i]);
+}
+
+void model__free(struct model *m)
+{
+    size_t i;
+    int k;
+
+    for (i = 0; i < m->ntraces; i++)
+        free_trace(&m->traces[i]);
+    for (i = 0; i < m->nbuckets; i++)
+        for (k = 0; k < SC_N; k++)
+            class_stats__free(&m->buckets[i].cls[k]);
+    for (k = 0; k < m->nnames; k++)
+        free(m->names[k]);
+    free(m->traces), free(m->buckets), free(m->conns), free(m->threads);
+    imap__free(&m->bucket_map), imap__free(&m->conn_map);
+    imap__free(&m->thread_map);
+    stacks__free(&m->stacks);
+    hist__free(&m->read_got), hist__free(&m->read_want);
+    hist__free(&m->rec_len), hist__free(&m->recs_per_read);
+}
+
+struct trace *model__new_trace(struct model *m, const char *file)
+{
+    struct trace *t;
+
+    grow_array((void **)&m->traces, &m->cap_traces, m->ntraces, sizeof(*m->traces));
+    t = &m->traces[m->ntraces++];
+    memset(t, 0, sizeof(*t));
+    t->file = xstrdup(file);
+    t->pid = -1;
+    t->preempted = -1;
+    return t;
+}
+
+int model__intern(struct model *m, const char *p, size_t n)
+{
+    int i;
+
+    if (!n)
+        return 0;
+    for (i = 1; i < m->nnames; i++)
+        if (strlen(m->names[i]) == n && !memcmp(m->names[i], p, n))
+            return i;
+    /* A trace has a handful of ciphers, paths and suites; a flood of new names (a broken
+     * or hostile trace) is folded into one so memory stays bounded. */
+    if (m->nnames == MAX_NAMES - 1)
+        m->names[m->nnames++] = xstrdup("(other)");
+    if (m->nnames == MAX_NAMES)
+        return MAX_NAMES - 1;
+    m->names[m->nnames] = xstrndup(p, n);
+    return m->nnames++;
+}
+
+const char *model__name(const struct model *m, int idx)
+{
+    return idx >= 0 && idx < m->nnames ? m->names[idx] : "";
+}
+
+static uint64_t pos(int64_t v)
+{
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+static uint32_t trace_idx(const struct model *m, const struct trace *t)
+{
+    return (uint32_t)(t - m->traces);
+}
+
+static struct bucket *bucket_get(struct model *m, uint32_t ti, int64_t lib, int cipher, int path)
+{
+    uint64_t a = (uint64_t)ti << 32 | (uint64_t)cipher << 16 | (uint64_t)path;
+    long i = imap__get(&m->bucket_map, a, (uint64_t)lib);
+    struct bucket *b;
+
+    if (i >= 0)
+        return &m->buckets[i];
+    grow_array((void **)&m->buckets, &m->cap_buckets, m->nbuckets, sizeof(*m->buckets));
+    b = &m->buckets[m->nbuckets];
+    b->trace = ti, b->lib = lib, b->cipher = cipher, b->path = path;
+    imap__put(&m->bucket_map, a, (uint64_t)lib, (uint32_t)m->nbuckets++);
+    return b;
+}
+
+static struct conn *conn_get(struct model *m, struct trace *t, int64_t id)
+{
+    uint32_t ti = trace_idx(m, t);
+    long i = imap__get(&m->conn_map, ti, (uint64_t)id);
+    struct conn *c;
+
+    if (i >= 0)
+        return &m->conns[i];
+    grow_array((void **)&m->conns, &m->cap_conns, m->nconns, sizeof(*m->conns));
+    c = &m->conns[m->nconns];
+    c->trace = ti, c->id = id, c->hs_ns = c->hs_call_ns = -1;
+    imap__put(&m->conn_map, ti, (uint64_t)id, (uint32_t)m->nconns++);
+    t->nconns++;
+    return c;
+}
+
+static struct thread *thread_get(struct model *m, struct trace *t, int64_t tid)
+{
+    uint32_t ti = trace_idx(m, t);
+    long i = imap__get(&m->thread_map, ti, (uint64_t)tid);
+    struct thread *th;
+
+    if (i >= 0)
+        return &m->threads[i];
+    grow_array((void **)&m->threads, &m->cap_threads, m->nthreads, sizeof(*m->threads));
+    th = &m->threads[m->nthreads];
+    th->trace = ti, th->tid = tid;
+    imap__put(&m->thread_map, ti, (uint64_t)tid, (uint32_t)m->nthreads++);
+    t->nthreads++;
+    return th;
+}
+
+/* The bytes the cipher processed: the wire length less the tag (and TLS 1.2's explicit
+ * nonce). ns/byte is computed over these, so a failed tag (pt 0) still counts its work. */
+static uint64_t rec_ct(const struct event *e)
+{
+    int64_t over = 16 + (strv_eq(e->s[S_TLS], "1.2") ? 8 : 0);
+
+    return e->i[I_LEN] > over ? (uint64_t)(e->i[I_LEN] - over) : 0;
+}
+
+static void stats_rec(struct stats *s, const struct event *e)
+{
+    uint64_t gb = pos(e->i[I_GCM_BYTES]);
+    struct strv fn = e->s[S_GCM_FN];
+
+    s->recs++;
+    if (e->i[I_TYPE] == 23)
+        s->recs_app++;
+    else
+        s->recs_other++;
+    if (e->have_tag_ok && !e->tag_ok)
+        s->tag_fail++;
+    s->rec_len += pos(e->i[I_LEN]);
+    s->rec_ct += rec_ct(e);
+    s->rec_pt += pos(e->i[I_PT]);
+    s->crypto_ns += pos(e->i[I_CRYPTO_NS]);
+    s->gcm_ns += pos(e->i[I_GCM_NS]);
+    if (!(e->have_s & (1u << S_GCM_FN)))
+        return;
+    if (strv_eq(fn, "decrypt"))
+        s->gcm_dec += gb;
+    else if (strv_eq(fn, "ctr32"))
+        s->gcm_ctr += gb;
+    else if (strv_eq(fn, "both"))
+        s->gcm_both += gb;
+}
+
+static void stats_read(struct stats *s, const struct event *e)
+{
+    /* A peek returns bytes a later read returns again: counting them would double the
+     * bytes received. Its records (decrypted during the peek) are counted with the recs. */
+    if ((e->have_s & (1u << S_FN)) &&
+        (strv_eq(e->s[S_FN], "SSL_peek") || strv_eq(e->s[S_FN], "SSL_peek_ex"))) {
+        s->peeks++;
+        s->recs_in_reads += pos(e->i[I_RECS]);
+        return;
+    }
+    s->reads++;
+    if (e->i[I_GOT] > 0) {
+        s->reads_ok++;
+        s->got += (uint64_t)e->i[I_GOT];
+    } else {
+        s->reads_fail++;
+        s->want_read += e->i[I_ERR] == 2;
+        s->zero_ret += e->i[I_ERR] == 6;
+    }
+    s->want += pos(e->i[I_WANT]);
+    s->want_big += e->i[I_WANT] > TLS_RECORD_PT_MAX;
+    s->read_ns += pos(e->i[I_NS]);
+    s->recs_in_reads += pos(e->i[I_RECS]);
+}
+
+static void see_time(struct trace *t, int64_t at, int64_t dur)
+{
+    uint64_t end = pos(at) + pos(dur);
+
+    if (end > (uint64_t)t->max_t && end < (1ULL << 62))
+        t->max_t = (int64_t)end;
+}
+
+static int feed_rec(struct model *m, struct trace *t, const struct event *e, char *err,
+                    size_t errlen)
+{
+    uint32_t ti = trace_idx(m, t);
+    int cipher = model__intern(m, e->s[S_CIPHER].p, e->s[S_CIPHER].n);
+    int path = model__intern(m, e->s[S_PATH].p, e->s[S_PATH].n);
+    struct bucket *b;
+
+    if (!event__has(e, I_LEN) || !event__has(e, I_CRYPTO_NS)) {
+        snprintf(err, errlen, "rec without \"len\" or \"crypto_ns\"");
+        return -1;
+    }
+    stats_rec(&m->st, e);
+    stats_rec(&t->st, e);
+    if (e->i[I_TYPE] == 23 && event__has(e, I_READ) && e->i[I_READ] == 0)
+        t->recs_outside_reads++; /* its read bypassed the hooks (verdict_blind.c) */
+    b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
+    stats_rec(&b->st, e);
+    classes__rec(t, b, e);
+    model__bucket_impl(b, e, rec_ct(e));
+    stats_rec(&conn_get(m, t, e->i[I_CONN])->st, e);
+    stats_rec(&thread_get(m, t, e->i[I_TID])->st, e);
+    hist__add(&m->rec_len, pos(e->i[I_LEN]), 1);
+    stacks__rec(&m->stacks, ti, e, cipher, path);
+    see_time(t, e->i[I_T], e->i[I_CRYPTO_NS]);
+    return 0;
+}
+
+static int feed_read(struct model *m, struct trace *t, const struct event *e, char *err,
+                     size_t errlen)
+{
+    if (!event__has(e, I_GOT)) {
+        snprintf(err, errlen, "read without \"got\"");
+        return -1;
+    }
+    stats_read(&m->st, e);
+    stats_read(&t->st, e);
+    stats_read(&conn_get(m, t, e->i[I_CONN])->st, e);
+    stats_read(&thread_get(m, t, e->i[I_TID])->st, e);
+    if (e->i[I_GOT] > 0)
+        hist__add(&m->read_got, (uint64_t)e->i[I_GOT], 1);
+    if (event__has(e, I_WANT))
+        hist__add(&m->read_want, pos(e->i[I_WANT]), 1);
+    hist__add(&m->recs_per_read, pos(e->i[I_RECS]), 1);
+    stacks__read(&m->stacks, trace_idx(m, t), e);
+    see_time(t, e->i[I_T], e->i[I_NS]);
+    return 0;
+}
+
+static void feed_conn(struct model *m, struct trace *t, const struct event *e)
+{
+    struct conn *c = conn_get(m, t, e->i[I_CONN]);
+
+    if (strv_eq(e->s[S_PHASE], "close")) {
+        c->closed = true;
+        return;
+    }
+    c->opened = true;
+    c->suite = model__intern(m, e->s[S_SUITE].p, e->s[S_SUITE].n);
+    c->proto = model__intern(m, e->s[S_PROTO].p, e->s[S_PROTO].n);
+    c->role = model__intern(m, e->s[S_ROLE].p, e->s[S_ROLE].n);
+    if (event__has(e, I_HS_NS))
+        c->hs_ns = e->i[I_HS_NS];
+    if (event__has(e, I_HS_CALL_NS))
+        c->hs_call_ns = e->i[I_HS_CALL_NS];
+    see_time(t, e->i[I_T], 0);
+}
+
+int model__event(struct model *m, struct trace *t, const struct event *e, char *err, size_t errlen)
+{
+    int rc = 0;
+
+    if (e->kind == EV_REC)
+        rc = feed_rec(m, t, e, err, errlen);
+    else if (e->kind == EV_READ)
+        rc = feed_read(m, t, e, err, errlen);
+    else if (e->kind == EV_CONN)
+        feed_conn(m, t, e);
+    if (!rc && m->hook && e->kind != EV_CONN)
+        m->hook(m->hook_ctx, m, t, e);
+    return rc;
+}
+
+const char *trace_name(const struct trace *t)
+{
+    return t->comm ? t->comm : t->exe ? t->exe : "?";
+}

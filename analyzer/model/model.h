@@ -1,0 +1,273 @@
+/* model.h: what the analyzer keeps while streaming traces: per trace (one file, one
+ * process), per OpenSSL instance, per (instance, cipher, path) bucket, per connection and
+ * per thread, plus histograms. Memory grows with those, never with the number of events. */
+#ifndef TLSM_MODEL_H
+#define TLSM_MODEL_H
+
+#include "model/event.h"
+#include "base/hist.h"
+#include "base/imap.h"
+#include "model/stacks.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define MAX_LIBS          64
+#define MAX_CALIBS        32
+#define MAX_NAMES         256
+#define MAX_UNFIRED       32
+#define TLS_RECORD_PT_MAX 16384
+
+/* Capability bits decoded by the preload (lib.caps). */
+enum cap {
+    CAP_AESNI,
+    CAP_PCLMULQDQ,
+    CAP_SSSE3,
+    CAP_AVX,
+    CAP_AVX2,
+    CAP_AVX512F,
+    CAP_VAES,
+    CAP_VPCLMULQDQ,
+    CAP_NEON,
+    CAP_AES,
+    CAP_PMULL,
+    CAP_AVX512VL,
+    CAP_AVX512IFMA,
+    CAP_XOP,
+    CAP_N
+};
+
+struct stats {
+    uint64_t reads, reads_ok, reads_fail, want_read, zero_ret, got, want, read_ns;
+    uint64_t peeks; /* SSL_peek* calls: their bytes are read again later, never counted */
+    uint64_t recs, recs_app, recs_other, tag_fail, rec_len, rec_ct, rec_pt, crypto_ns;
+    uint64_t gcm_ns, gcm_dec, gcm_ctr, gcm_both; /* bytes per GCM entry */
+    uint64_t recs_in_reads;                      /* sum of read.recs */
+    uint64_t want_big;                           /* reads asking for more than a record */
+};
+
+struct lib {
+    int64_t id;
+    char *path, *version, *platform, *role, *cpuinfo;
+    uint32_t caps, caps_known; /* bit per enum cap */
+    bool has_crypto, has_ssl;
+};
+
+struct calib {
+    int cipher; /* name index */
+    char impl[16];
+    double ns_per_byte;
+    int64_t bytes, len; /* calib.records and calib.record */
+};
+
+/* Why TLS in a process was not visible to the hooks (blind events and end.blind); bit per
+ * reason, names as in the trace. */
+enum blind_reason {
+    BR_SYMBOLIC,
+    BR_NO_EXPORTS,
+    BR_NO_RELOCS,
+    BR_GOT_ELSEWHERE,
+    BR_OPENSSL_1,
+    BR_KTLS,
+    BR_CALLS_ELSEWHERE,
+    BR_OTHER_LIBRARY,
+    BR_N
+};
+
+#define MAX_BLIND 16
+#define MAX_IMPLS 32
+
+/* An impl event: the AES and GHASH code an instance's GCM context pointed at (names as the
+ * preload wrote them, see docs/trace-format.md). */
+struct impl_ev {
+    int64_t id, lib;
+    char aes[16], ghash[16];
+    bool stitched;
+};
+
+/* One object holding OpenSSL TLS code tlsmeter could not see (what "tls"), or one
+ * instance whose connections received with kernel TLS (what "ktls", one per instance). */
+struct blind {
+    char *path, *version, *what;
+    char *unknown;    /* first reason name this analyzer does not know, NULL if none */
+    unsigned reasons; /* bit per enum blind_reason */
+    int64_t record_relocs, got_tlsmeter, got_elsewhere; /* -1: not in the trace */
+    int64_t conns;                                      /* ktls: connections seen */
+    /* what "calls": the hooked functions bound past tlsmeter, into which object, how the
+     * object was loaded ("deepbind", "namespace") and which object needs it. */
+    char *fns, *bound_to, *scope, *needed_by;
+    /* what "other_tls": the library's name ("GnuTLS") and hooked calls counted into it */
+    char *library;
+    int64_t calls;
+};
+
+struct trace {
+    char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
+    int64_t pid, format, start_unix_ns;
+    bool has_end, partial_last, emulated, cpu_known, hooks_known;
+    bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
+    int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
+    int64_t reroute_routed, reroute_fallback;
+    char *quiet, *reroute_reason;
+    char *io, *io_error;         /* end.io ("mmap", "write"), end.io_error: why the file stopped */
+    int64_t dropped_bytes;       /* end.dropped_bytes, -1 when absent */
+    char *cputime, *cputime_why; /* header: how crypto_ns was measured ("wall" if absent) */
+    bool cputime_exact;          /* perf-clock: crypto_ns is on-CPU time, preempt or not */
+    int64_t preempted;           /* end.preempted, -1 when absent */
+    uint64_t recs_flagged;       /* records with rec.preempt > 0 */
+    uint64_t recs_left_out;      /* of those, left out of ns/B (cputime not exact) */
+    uint64_t offcpu_ns;          /* perf-clock: sum of wall_ns - crypto_ns where given */
+    char *exec; /* the end line was written before exec*() of this (the trace stops there) */
+    /* end.user_ns + end.sys_ns does not fit 64 bits: CPU time unknown */
+    bool cpu_overflow;
+    char *unfired[MAX_UNFIRED];
+    int nunfired;
+    uint64_t lines, lines_skipped, lines_unknown, events;
+    uint64_t lines_cut; /* lines a death cut short (NUL-separated pieces, see reader.c) */
+    uint64_t warnings;  /* warn events: tlsmeter's warnings to this process */
+    char *warn_first;   /* the first one's text */
+    struct lib libs[MAX_LIBS];
+    int nlibs;
+    struct calib calibs[MAX_CALIBS];
+    int ncalibs;
+    struct blind blind[MAX_BLIND];
+    int nblind;
+    uint64_t recs_outside_reads; /* application-data records with rec.read 0 */
+    struct impl_ev impls[MAX_IMPLS];
+    int nimpls;
+    uint64_t nconns, nthreads;
+    struct stats st;
+};
+
+/* Size classes by rec.pt (plaintext bytes): fixed per-record work dominates tiny records, bulk
+ * records show the cipher's throughput; their ns/B are never mixed. */
+enum size_class { SC_TINY, SC_SMALL, SC_BULK, SC_N };
+#define SC_SMALL_MIN 256
+#define SC_BULK_MIN  2048
+/* Fewer bulk records than this: no bulk median, so no gain figure and no ns/B cross-check
+ * (a handful of records is one burst, not a throughput). */
+#define BULK_MIN_RECORDS 16
+
+/* Per-record ns/B (crypto_ns / pt) of one size class. Records switched out during the
+ * decryption (rec.preempt, where the header's cputime cannot give on-CPU time) are left out
+ * of nspb and counted, with what is needed to estimate their on-CPU time afterwards. */
+struct class_stats {
+    uint64_t recs;         /* every record of the class, pt 0 included */
+    uint64_t crypto_ns;    /* their crypto_ns as written */
+    uint64_t left_out;     /* switched out, not in nspb */
+    uint64_t left_pt;      /* their plaintext bytes (pt > 0 ones) */
+    uint64_t left_ns;      /* their crypto_ns (pt > 0 ones): wall time */
+    uint64_t left_nopt_ns; /* crypto_ns of switched-out records with pt 0: kept as is */
+    uint64_t flagged;      /* rec.preempt > 0, whatever the cputime method */
+    struct rhist nspb;     /* records with pt > 0 not left out */
+};
+
+/* Records by (trace, instance, cipher, path): the unit the implementation class is decided
+ * for. */
+struct bucket {
+    uint32_t trace;
+    int64_t lib; /* rec.lib, 0 when the trace does not say */
+    int cipher, path;
+    struct stats st;
+    struct class_stats cls[SC_N];
+    /* rec.impl: the first id seen with the bytes (ciphertext) of its records, the bytes
+     * of records naming another id, and of records naming none. */
+    int64_t impl;
+    uint64_t impl_ct, impl_other_ct, impl_none_ct;
+};
+
+struct conn {
+    uint32_t trace;
+    int64_t id;
+    int suite, proto, role;
+    int64_t hs_ns, hs_call_ns;
+    bool opened, closed;
+    struct stats st;
+};
+
+struct thread {
+    uint32_t trace;
+    int64_t tid;
+    struct stats st;
+};
+
+struct model;
+typedef void (*event_hook)(void *ctx, const struct model *m, const struct trace *t,
+                           const struct event *e);
+
+struct model {
+    struct trace *traces;
+    size_t ntraces, cap_traces;
+    struct bucket *buckets;
+    size_t nbuckets, cap_buckets;
+    struct conn *conns;
+    size_t nconns, cap_conns;
+    struct thread *threads;
+    size_t nthreads, cap_threads;
+    struct imap bucket_map, conn_map, thread_map;
+    char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
+    int nnames;
+    struct hist read_got, read_want, rec_len, recs_per_read;
+    struct stats st;
+    struct stacks stacks; /* call stacks and the crypto weight per stack */
+    event_hook hook;      /* called for every rec/read event (chrome output) */
+    void *hook_ctx;
+};
+
+void model__init(struct model *m);
+void model__free(struct model *m);
+struct trace *model__new_trace(struct model *m, const char *file);
+int model__intern(struct model *m, const char *p, size_t n);
+const char *model__name(const struct model *m, int idx);
+
+/* Feeding: hot kinds arrive as struct event, the rest as jansson objects. Each returns 0,
+ * or -1 with a reason in err when the line is not usable. */
+int model__event(struct model *m, struct trace *t, const struct event *e, char *err, size_t errlen);
+int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__lib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__end(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__blind(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* end.blind: objects the end line names that no blind event did (lost or cut). */
+void model__end_blind(struct trace *t, json_t *arr);
+/* Blind spots over all traces whose what is `what` ("tls", "ktls"; NULL: all). */
+int model__blind_count(const struct model *m, const char *what);
+void model__blind_free(struct blind *b);
+const char *blind_reason__name(enum blind_reason r);
+/* The reason in words, for the report. */
+const char *blind_reason__text(enum blind_reason r);
+int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* A rec's impl id into its bucket (ct: its ciphertext bytes). */
+void model__bucket_impl(struct bucket *b, const struct event *e, uint64_t ct);
+const struct impl_ev *trace__impl(const struct trace *t, int64_t id);
+
+/* Derived figures. */
+int64_t trace__duration(const struct trace *t);
+int64_t trace__cpu_ns(const struct trace *t);
+const struct lib *trace__lib(const struct trace *t, int64_t id);
+const struct lib *trace__bucket_lib(const struct trace *t, const struct bucket *b,
+                                    const char *path_name);
+void stats__add(struct stats *dst, const struct stats *src);
+double stats__ns_per_byte(const struct stats *s);
+enum size_class size_class__of(int64_t pt);
+const char *size_class__name(enum size_class c);
+/* The class's on-CPU crypto estimate: its records' crypto_ns, with each switched-out record
+ * replaced by pt x the median ns/B of the class's other records (or kept, if there are none). */
+uint64_t class_stats__crypto_ns(const struct class_stats *c);
+/* Median ns/B of the bucket's bulk records (not switched out), or -1 with fewer than
+ * BULK_MIN_RECORDS of them: the figure a class cross-check may use. */
+double bucket__bulk_median(const struct bucket *b);
+/* The bucket's crypto time: class_stats__crypto_ns over its classes. */
+uint64_t bucket__crypto_ns(const struct bucket *b);
+/* Feeds one rec event into its bucket's size class (classes.c). */
+void classes__rec(struct trace *t, struct bucket *b, const struct event *e);
+void class_stats__merge(struct class_stats *dst, const struct class_stats *src);
+void class_stats__free(struct class_stats *c);
+const char *cap__name(enum cap c);
+
+/* The program a trace is of, for labels: its comm, else its executable. */
+const char *trace_name(const struct trace *t);
+
+#endif

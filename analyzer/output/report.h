@@ -1,0 +1,36 @@
+/* report.h: the output formats; each writes one model (or two, for compare) to a stream. */
+#ifndef TLSM_REPORT_H
+#define TLSM_REPORT_H
+
+#include "model/model.h"
+#include "model/profile.h"
+#include "verdicts/summary.h"
+
+#include <stdio.h>
+
+void report_text(FILE *out, const struct summary *s);
+/* Returns 0, or -1 when the output could not be written. */
+int report_json(FILE *out, const struct summary *s);
+json_t *report_json_object(const struct summary *s);
+void report_compare_text(FILE *out, const struct summary *a, const struct summary *b);
+int report_compare_json(FILE *out, const struct summary *a, const struct summary *b);
+/* Folded stacks weighted by crypto ns, or by bytes. */
+void report_folded(FILE *out, const struct profile *p, bool bytes);
+/* A self-contained SVG flame graph; returns 0, or -1 when it could not be written. */
+int report_flamegraph(FILE *out, const struct profile *p, bool bytes, const char *title);
+/* The callers section of the text report and its JSON object. */
+void report_callers(FILE *out, const struct profile *p);
+json_t *report_callers_json(const struct profile *p);
+
+/* Chrome Trace Event output streams while reading: begin, one call per event, end. */
+struct chrome;
+struct chrome *chrome__open(FILE *out);
+void chrome__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e);
+int chrome__close(struct chrome *c);
+
+/* Helpers shared by the text outputs. */
+/* Per connection, per thread and per trace tables (only where there are several). */
+void report_conns(FILE *out, const struct summary *s);
+void text_hist(FILE *out, const struct hist *h, const char *indent);
+
+#endif

@@ -1,0 +1,277 @@
+/* report_text.c: the report a person reads in a minute: what ran, what it cost, what to do. */
+#include "output/report.h"
+
+#include "base/fmt.h"
+
+#include <string.h>
+
+#define U(v) ((unsigned long long)(v))
+
+static void head(FILE *out, const struct summary *s)
+{
+    const struct model *m = s->m;
+    const struct trace *t = &m->traces[0];
+    struct fmtbuf a, b, c;
+
+    if (m->ntraces == 1)
+        fprintf(out, "program      %s (pid %lld) %s, %s, %s\n", trace_name(t), (long long)t->pid,
+                t->exe ? t->exe : "?", t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
+    else
+        fprintf(out, "programs     %zu traces (durations, CPU and bytes summed)\n", m->ntraces);
+    if (m->ntraces == 1 && t->exec)
+        fprintf(out, "             replaced itself with exec of %s: the trace ends there\n",
+                t->exec);
+    fprintf(out, "duration     %s, received %s, %s\n", fmt_ns(&a, (double)s->duration_ns),
+            fmt_bytes(&b, m->st.got), fmt_rate(&c, s->throughput));
+    if (s->cpu_ns < 0) {
+        fprintf(out, "CPU          unknown (%s)\n",
+                s->cpu_overflow ? "user_ns + sys_ns overflow 64 bits: not a real figure"
+                                : "no end line");
+        return;
+    }
+    fprintf(out, "CPU          %s (%s of one core over the duration)\n",
+            fmt_ns(&a, (double)s->cpu_ns),
+            fmt_pct(&b, s->duration_ns > 0 ? (double)s->cpu_ns / (double)s->duration_ns : 0));
+}
+
+void text_hist(FILE *out, const struct hist *h, const char *indent)
+{
+    uint64_t top = 0;
+    int k, lo = HIST_LOG2_N, hi = -1;
+    struct fmtbuf a, b;
+    char range[48];
+
+    for (k = 0; k < HIST_LOG2_N; k++)
+        if (h->log2[k]) {
+            lo = k < lo ? k : lo;
+            hi = k;
+            top = h->log2[k] > top ? h->log2[k] : top;
+        }
+    for (k = lo; k <= hi; k++) {
+        int bar = (int)((h->log2[k] * 30 + top - 1) / top);
+
+        if (!h->log2[k])
+            continue; /* keep the report short: empty buckets say nothing */
+        if (k)
+            snprintf(range, sizeof(range), "%s .. <%s", fmt_bytes(&a, hist__log2_lo(k)),
+                     fmt_bytes(&b, hist__log2_lo(k) << 1));
+        else
+            snprintf(range, sizeof(range), "0 B");
+        fprintf(out, "%s%-22s %10llu |%-30.*s|\n", indent, range, (unsigned long long)h->log2[k],
+                bar, "******************************");
+    }
+}
+
+static void reads(FILE *out, const struct summary *s)
+{
+    const struct model *m = s->m;
+    const struct stats *st = &m->st;
+    fprintf(out, "reads        %llu calls: %llu returned data, %llu WANT_READ, %llu other\n",
+            (unsigned long long)st->reads, (unsigned long long)st->reads_ok,
+            (unsigned long long)st->want_read,
+            (unsigned long long)(st->reads_fail - st->want_read));
+    if (!m->read_got.n)
+        return;
+    fprintf(out, "  bytes/read p50 %llu, p90 %llu, p99 %llu, max %llu; asked p50 %llu\n",
+            U(hist__pct(&m->read_got, 0.5)), U(hist__pct(&m->read_got, 0.9)),
+            U(hist__pct(&m->read_got, 0.99)), U(m->read_got.max), U(hist__pct(&m->read_want, 0.5)));
+    text_hist(out, &m->read_got, "    ");
+}
+
+static void records(FILE *out, const struct summary *s)
+{
+    const struct model *m = s->m;
+    const struct stats *st = &m->st;
+    fprintf(out, "records      %llu (%llu application data), %.2f per read",
+            (unsigned long long)st->recs, (unsigned long long)st->recs_app,
+            st->reads ? (double)st->recs_in_reads / (double)st->reads : 0.0);
+    if (st->tag_fail)
+        fprintf(out, ", %llu failed tag", (unsigned long long)st->tag_fail);
+    fputc('\n', out);
+    if (!m->rec_len.n)
+        return;
+    fprintf(out, "  length p50 %llu, p90 %llu, p99 %llu, max %llu\n",
+            U(hist__pct(&m->rec_len, 0.5)), U(hist__pct(&m->rec_len, 0.9)),
+            U(hist__pct(&m->rec_len, 0.99)), U(m->rec_len.max));
+    text_hist(out, &m->rec_len, "    ");
+}
+
+static void crypto_row(FILE *out, const struct summary *s, const struct row *w)
+{
+    struct fmtbuf a, b, c;
+    double nspb = w->st.rec_ct ? (double)w->crypto_ns / (double)w->st.rec_ct : 0;
+
+    fprintf(out, "  %-18s %-7s %8llu %10s %10s %7.2f %11s  %s%s\n", model__name(s->m, w->cipher),
+            *model__name(s->m, w->path) ? model__name(s->m, w->path) : "?",
+            (unsigned long long)w->st.recs, fmt_bytes(&a, w->st.rec_ct),
+            fmt_ns(&b, (double)w->crypto_ns), nspb, nspb > 0 ? fmt_rate(&c, 1e9 / nspb) : "-",
+            impl__name(w->cls), w->mixed ? " (mixed)" : "");
+}
+
+/* One size class of one cipher: records, how many are in the figures, mean/median/p90. */
+static void class_line(FILE *out, const char *cipher, enum size_class k, const struct class_fig *f)
+{
+    if (!f->recs)
+        return;
+    fprintf(out, "  %-18s %-7s %8llu %8llu", cipher, size_class__name(k), U(f->recs), U(f->used));
+    if (f->used)
+        fprintf(out, " %8.2f %8.2f %8.2f", f->mean, f->median, f->p90);
+    else
+        fprintf(out, " %8s %8s %8s", "-", "-", "-");
+    if (f->left_out)
+        fprintf(out, "  %llu switched out, left out", U(f->left_out));
+    fputc('\n', out);
+}
+
+static void classes(FILE *out, const struct summary *s)
+{
+    int i, k;
+
+    fprintf(out, "  ns/B per record (crypto_ns / plaintext; tiny < 256 B, small < 2 KiB, bulk):\n");
+    fprintf(out, "  %-18s %-7s %8s %8s %8s %8s %8s\n", "cipher", "size", "records", "in ns/B",
+            "mean", "median", "p90");
+    for (i = 0; i < s->nciphers; i++)
+        for (k = 0; k < SC_N; k++)
+            class_line(out, model__name(s->m, s->ciphers[i].cipher), (enum size_class)k,
+                       &s->ciphers[i].fig[k]);
+}
+
+/* The shares are clamped at 100 %; what lies beyond is said with its bound. */
+static void bounds(FILE *out, const struct summary *s)
+{
+    struct fmtbuf a, b;
+
+    if (s->cpu_short_ns > 0)
+        fprintf(out,
+                "  crypto >= 100 %% of the CPU the kernel accounted: process CPU undercounted "
+                "by at least %s\n",
+                fmt_ns(&a, (double)s->cpu_short_ns));
+    if (s->wall_short_ns > 0)
+        fprintf(out,
+                "  crypto exceeds wall time x %llu decrypting thread%s by %s (of %s): the "
+                "record times are off\n",
+                U(s->nthreads_dec), s->nthreads_dec == 1 ? "" : "s",
+                fmt_ns(&a, (double)s->wall_short_ns), fmt_ns(&b, (double)s->wall_threads_ns));
+}
+
+static void crypto(FILE *out, const struct summary *s)
+{
+    struct fmtbuf a, b, c, d;
+    int i;
+
+    fprintf(out, "crypto       %s, %.2f ns/B, %s; %s%s of wall time",
+            fmt_ns(&a, (double)s->crypto_ns), s->nspb,
+            s->nspb > 0 ? fmt_rate(&b, 1e9 / s->nspb) : "-", s->wall_short_ns > 0 ? ">= " : "",
+            fmt_pct(&c, s->share_wall));
+    if (s->nthreads_dec > s->m->ntraces) /* a fleet of one-thread processes: plain wall */
+        fprintf(out, " x %llu threads", U(s->nthreads_dec));
+    if (s->share_cpu >= 0)
+        fprintf(out, ", %s%s of CPU", s->cpu_short_ns > 0 ? ">= " : "", fmt_pct(&d, s->share_cpu));
+    fprintf(out, "\n  crypto time: %s\n", s->cputime_text);
+    bounds(out, s);
+    fprintf(out, "  %-18s %-7s %8s %10s %10s %7s %11s  %s\n", "cipher", "path", "records", "bytes",
+            "time", "ns/B", "rate", "class");
+    for (i = 0; i < s->nrows; i++)
+        crypto_row(out, s, &s->rows[i]);
+    classes(out, s);
+}
+
+static void lib_line(FILE *out, const struct lib *l)
+{
+    fprintf(out, "  lib %lld %s%s%s%s [%s]\n", (long long)l->id, l->path ? l->path : "?",
+            l->version ? " (" : "", l->version ? l->version : "", l->version ? ")" : "",
+            l->role ? l->role : "?");
+}
+
+/* A bucket's per-record ns/B by size class, on one line. */
+static void bucket_classes(FILE *out, const struct bucket *b)
+{
+    struct class_fig f[SC_N];
+    const char *sep = "      ns/B per record:";
+    int k;
+
+    bucket__class_figs(b, f);
+    for (k = 0; k < SC_N; k++) {
+        if (!f[k].used)
+            continue;
+        fprintf(out, "%s %s (%llu) mean %.2f, median %.2f, p90 %.2f", sep,
+                size_class__name((enum size_class)k), U(f[k].used), f[k].mean, f[k].median,
+                f[k].p90);
+        sep = ";";
+    }
+    if (strcmp(sep, ";"))
+        return;
+    fputc('\n', out);
+}
+
+static void implementation(FILE *out, const struct summary *s)
+{
+    const struct model *m = s->m;
+    struct impl_result r;
+    size_t i;
+
+    fprintf(out, "implementation: %s\n", impl__name(s->impl));
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+        const struct trace *t = &m->traces[b->trace];
+        const struct lib *l = trace__bucket_lib(t, b, model__name(m, b->path));
+
+        impl__classify(m, b, &r);
+        if (l)
+            lib_line(out, l);
+        else
+            fprintf(out, "  instance not identified in the trace\n");
+        fprintf(out, "    %s %s: %s (%s)\n", model__name(m, b->cipher), model__name(m, b->path),
+                impl__name(r.cls), r.detail);
+        if (r.evidence[0])
+            fprintf(out, "      evidence: %s\n", r.evidence);
+        if (r.check[0])
+            fprintf(out, "      check: %s\n", r.check);
+        bucket_classes(out, b);
+    }
+}
+
+static void verdicts(FILE *out, const struct summary *s)
+{
+    int i;
+
+    fprintf(out, "verdicts\n");
+    if (!s->nv)
+        fprintf(out, "  (none: the trace shows nothing to act on)\n");
+    for (i = 0; i < s->nv; i++)
+        fprintf(out, "  * [%s] %s\n", s->v[i].id, s->v[i].text);
+}
+
+static void input(FILE *out, const struct summary *s)
+{
+    size_t i;
+    int k;
+
+    fprintf(out, "input        %zu file%s, %llu lines, %llu skipped%s\n", s->m->ntraces,
+            s->m->ntraces == 1 ? "" : "s", U(s->lines), U(s->lines_skipped),
+            s->truncated ? ", truncated" : "");
+    for (i = 0; i < s->m->ntraces && i < 10; i++) {
+        const struct trace *t = &s->m->traces[i];
+
+        if (!t->nunfired)
+            continue;
+        fprintf(out, "  %s: hooks that never fired:", t->file);
+        for (k = 0; k < t->nunfired; k++)
+            fprintf(out, " %s", t->unfired[k]);
+        fputc('\n', out);
+    }
+}
+
+void report_text(FILE *out, const struct summary *s)
+{
+    head(out, s);
+    reads(out, s);
+    records(out, s);
+    crypto(out, s);
+    implementation(out, s);
+    if (s->prof)
+        report_callers(out, s->prof);
+    report_conns(out, s);
+    verdicts(out, s);
+    input(out, s);
+}

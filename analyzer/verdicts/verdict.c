@@ -1,0 +1,243 @@
+/* verdict.c: one sentence per finding, each with the numbers behind it, and only when the
+ * trace holds the evidence. References (what hardware or ChaCha20 would cost) come from the
+ * trace itself: calib events or reroute records, never from constants here. */
+#include "verdicts/summary.h"
+
+#include "base/fmt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct ref {
+    double nspb;
+    const char *src;
+};
+
+static bool row_is(const struct summary *s, const struct row *w, const char *path)
+{
+    return !strcmp(model__name(s->m, w->path), path);
+}
+
+/* Where the CPU-time denominator comes from: the process's CPU when the trace has it. The
+ * share is of the on-CPU estimate and never above 1 (summary.c says what lies beyond). */
+static double share(const struct summary *s, uint64_t ns, const char **of)
+{
+    double v;
+
+    *of = s->share_cpu >= 0 ? "of CPU" : "of wall time";
+    if (s->share_cpu >= 0)
+        v = (double)ns / (double)s->cpu_ns;
+    else
+        v = s->wall_threads_ns > 0 ? (double)ns / (double)s->wall_threads_ns : 0;
+    return v > 1 ? 1 : v;
+}
+
+/* A calibration measures bulk records (16 KiB); one of another size is not a bulk figure. */
+static bool calib_ref(const struct summary *s, int cipher, bool chacha, struct ref *r)
+{
+    const struct model *m = s->m;
+    size_t i;
+    int k;
+
+    for (i = 0; i < m->ntraces; i++)
+        for (k = 0; k < m->traces[i].ncalibs; k++) {
+            const struct calib *c = &m->traces[i].calibs[k];
+            bool ok = chacha ? impl__is_chacha(model__name(m, c->cipher))
+                             : c->cipher == cipher && !strcmp(c->impl, "hardware");
+
+            if (ok && (!c->len || c->len >= SC_BULK_MIN)) {
+                r->nspb = c->ns_per_byte;
+                r->src = "calibration at start-up";
+                return true;
+            }
+        }
+    return false;
+}
+
+/* A measured reference: calibration first, then the bulk median of the reroute hw backend's
+ * records (for hardware AES) or of ChaCha20 records (for the what-if). */
+static bool find_ref(const struct summary *s, int cipher, bool chacha, struct ref *r)
+{
+    int i;
+
+    if (calib_ref(s, cipher, chacha, r))
+        return true;
+    for (i = 0; i < s->nrows; i++) {
+        const struct row *w = &s->rows[i];
+        bool ok = chacha ? impl__is_chacha(model__name(s->m, w->cipher))
+                         : w->cipher == cipher && row_is(s, w, "hw");
+
+        if (ok && row__bulk_median(w) > 0) {
+            r->nspb = row__bulk_median(w);
+            r->src = chacha ? "bulk median of ChaCha20 records in this trace"
+                            : "bulk median of reroute hw records";
+            return true;
+        }
+    }
+    return false;
+}
+
+static double row_nspb(const struct row *w)
+{
+    return w->st.rec_ct ? (double)w->crypto_ns / (double)w->st.rec_ct : 0;
+}
+
+/* "0.35 ns/B (bulk median)", or with too few bulk records what there is instead. */
+static void cost_text(const struct row *w, char *buf, size_t n)
+{
+    if (row__bulk_median(w) >= 0)
+        snprintf(buf, n, "%.2f ns/B (median of %llu bulk records)", row__bulk_median(w),
+                 (unsigned long long)w->fig[SC_BULK].used);
+    else
+        snprintf(buf, n,
+                 "%.2f ns/B over %llu records, %llu of them bulk (>= 2 KiB; %d make a bulk figure)",
+                 row_nspb(w), (unsigned long long)w->st.recs,
+                 (unsigned long long)w->fig[SC_BULK].used, BULK_MIN_RECORDS);
+}
+
+static void gain_evidence(struct verdict *v, const struct row *w)
+{
+    verdict__evidence(v, "ns_per_byte", row_nspb(w));
+    verdict__evidence(v, "bulk_records", (double)w->fig[SC_BULK].used);
+    if (row__bulk_median(w) >= 0)
+        verdict__evidence(v, "bulk_ns_per_byte_median", row__bulk_median(w));
+}
+
+static void software_aes(struct summary *s, const struct row *w)
+{
+    const char *cipher = model__name(s->m, w->cipher), *of;
+    double bulk = row__bulk_median(w), sh = share(s, w->crypto_ns, &of);
+    uint64_t bulk_ns = w->fig[SC_BULK].crypto_ns;
+    struct fmtbuf a, b, c, d;
+    char cost[128];
+    struct ref r;
+    struct verdict *v;
+
+    cost_text(w, cost, sizeof(cost));
+    if (bulk < 0) {
+        v = summary__verdict(
+            s, "software-aes", "problem",
+            "%s decryption is not all in hardware (%s): %s, %s %s; no gain figure: "
+            "fewer than %d bulk records, and smaller records' ns/B is fixed "
+            "per-record work, not the cipher",
+            cipher, w->detail, cost, fmt_pct(&a, sh), of, BULK_MIN_RECORDS);
+    } else if (!find_ref(s, w->cipher, false, &r)) {
+        v = summary__verdict(
+            s, "software-aes", "problem",
+            "%s decryption is not all in hardware (%s): %s, %s %s; the expected gain cannot "
+            "be computed from this trace: record again with TLSMETER_CALIBRATE=1 (measures the "
+            "hardware path once at start-up) or run `tlsmeter ab` (reroutes to hardware)",
+            cipher, w->detail, cost, fmt_pct(&a, sh), of);
+    } else {
+        double gain = bulk / r.nspb;
+
+        v = summary__verdict(s, "software-aes", "problem",
+                             "%s decryption is not all in hardware (%s): %s, %s %s; hardware "
+                             "AES on this CPU does %.2f ns/B (%s); expected gain ~%s on bulk "
+                             "records, their crypto %s -> %s",
+                             cipher, w->detail, cost, fmt_pct(&a, sh), of, r.nspb, r.src,
+                             fmt_ratio(&b, gain), fmt_ns(&c, (double)bulk_ns),
+                             fmt_ns(&d, (double)bulk_ns / gain));
+        verdict__evidence(v, "hw_ns_per_byte", r.nspb);
+        verdict__evidence(v, "expected_gain", gain);
+    }
+    if (s->emulated)
+        snprintf(v->text + strlen(v->text), sizeof(v->text) - strlen(v->text),
+                 " (ns/B measured under emulation: not the target CPU's)");
+    gain_evidence(v, w);
+    verdict__evidence(v, "crypto_ns", (double)w->crypto_ns);
+    verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
+}
+
+static void chacha_what_if(struct summary *s, const struct row *w)
+{
+    double bulk = row__bulk_median(w);
+    uint64_t bulk_ns = w->fig[SC_BULK].crypto_ns;
+    struct fmtbuf a, b, c;
+    struct ref r;
+    struct verdict *v;
+
+    if (bulk < 0)
+        return; /* no bulk figure to compare with: software_aes said why */
+    if (!find_ref(s, -1, true, &r)) {
+        summary__verdict(s, "chacha-what-if", "info",
+                         "ChaCha20-Poly1305 (the fast cipher without AES instructions; TLS 1.3 "
+                         "suite TLS_CHACHA20_POLY1305_SHA256) is not measured in this trace: "
+                         "record with TLSMETER_CALIBRATE=1 to see what it would cost here");
+        return;
+    }
+    v = summary__verdict(s, "chacha-what-if", "info",
+                         "ChaCha20-Poly1305 would cost %.2f ns/B here (%s): %s less than this "
+                         "software AES on bulk records (%.2f ns/B median), their crypto %s -> "
+                         "%s, by negotiating TLS_CHACHA20_POLY1305_SHA256 (no library rebuild)",
+                         r.nspb, r.src, fmt_ratio(&a, bulk / r.nspb), bulk,
+                         fmt_ns(&b, (double)bulk_ns), fmt_ns(&c, (double)bulk_ns * r.nspb / bulk));
+    verdict__evidence(v, "chacha_ns_per_byte", r.nspb);
+    verdict__evidence(v, "gain", bulk / r.nspb);
+}
+
+static void hardware_aes(struct summary *s, const struct row *w)
+{
+    const char *of;
+    double sh = share(s, w->crypto_ns, &of);
+    struct fmtbuf a;
+    char cost[128];
+    struct verdict *v;
+
+    cost_text(w, cost, sizeof(cost));
+    v = summary__verdict(
+        s, "hardware-aes", "info", "%s decryption uses hardware AES (%s): %s, %s %s%s",
+        model__name(s->m, w->cipher), w->detail, cost, fmt_pct(&a, sh), of,
+        sh < 0.05 ? ": crypto is not the bottleneck; look at reads and records" : "");
+    gain_evidence(v, w);
+    verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
+}
+
+/* Records decrypted by the reroute backend: the A/B measurement itself. */
+static void reroute(struct summary *s, const struct row *w)
+{
+    struct fmtbuf a;
+    char cost[128];
+    struct verdict *v;
+
+    cost_text(w, cost, sizeof(cost));
+    v = summary__verdict(s, "reroute", "info",
+                         "%llu %s records were decrypted by the reroute backend (path %s, %s): "
+                         "%s, crypto %s; compare with a native run of the same download "
+                         "(--compare NATIVE.jsonl THIS.jsonl) for the gain",
+                         (unsigned long long)w->st.recs, model__name(s->m, w->cipher),
+                         model__name(s->m, w->path), impl__name(w->cls), cost,
+                         fmt_ns(&a, (double)w->crypto_ns));
+    verdict__evidence(v, "records", (double)w->st.recs);
+    gain_evidence(v, w);
+}
+
+static void crypto_verdicts(struct summary *s)
+{
+    bool soft = false;
+    int i;
+
+    for (i = 0; i < s->nrows; i++) {
+        const struct row *w = &s->rows[i];
+
+        if (row_is(s, w, "hw") || row_is(s, w, "soft"))
+            reroute(s, w);
+        if (!row_is(s, w, "native") || !impl__is_aes_gcm(model__name(s->m, w->cipher)))
+            continue;
+        if (w->cls == IMPL_TABLE || w->cls == IMPL_VECTOR) {
+            software_aes(s, w);
+            if (!soft)
+                chacha_what_if(s, w);
+            soft = true;
+        } else if (w->cls == IMPL_HARDWARE) {
+            hardware_aes(s, w);
+        }
+    }
+}
+
+void verdicts__build(struct summary *s)
+{
+    crypto_verdicts(s);
+    verdicts_io(s);
+    verdicts_blind(s);
+}

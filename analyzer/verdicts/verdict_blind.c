@@ -1,0 +1,398 @@
+/* verdict_blind.c: what the trace could not see, so nobody trusts a number it does not
+ * support: cut-short traces, drops, hooks that never fired, emulation, disagreements, reads
+ * that bypassed the hooks (RTLD_DEEPBIND), other TLS libraries. */
+#include "verdicts/summary.h"
+
+#include "base/fmt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void truncated(struct summary *s, const struct trace *t)
+{
+    char cut[96] = "";
+
+    if (t->has_end && !t->partial_last && !t->lines_cut)
+        return;
+    if (t->lines_cut)
+        snprintf(cut, sizeof(cut), "; %llu line%s cut by the process's death",
+                 (unsigned long long)t->lines_cut, t->lines_cut == 1 ? "" : "s");
+    summary__verdict(s, "truncated", "blind",
+                     "%s %s%s%s: it holds %llu reads, %llu records up to there; CPU time, "
+                     "dropped events and unfired hooks are unknown for it",
+                     t->file,
+                     t->has_end ? "ends"
+                                : "is cut short: no end line (process killed "
+                                  "or still running)",
+                     t->partial_last ? "; its last line is incomplete" : "", cut,
+                     (unsigned long long)t->st.reads, (unsigned long long)t->st.recs);
+}
+
+/* tlsmeter's own warnings, from the trace: the program may have sent stderr elsewhere. */
+static void warned(struct summary *s, const struct trace *t)
+{
+    if (t->warnings)
+        summary__verdict(s, "warnings", "blind", "%s: tlsmeter warned %llu time%s: %s", t->file,
+                         (unsigned long long)t->warnings, t->warnings == 1 ? "" : "s",
+                         t->warn_first ? t->warn_first : "?");
+}
+
+/* Unfired hooks are normal (a program calls SSL_read_ex, never SSL_peek); they are a blind
+ * spot only when they hide where AES-GCM bytes went. */
+static void unfired(struct summary *s, const struct trace *t)
+{
+    const struct model *m = s->m;
+    uint64_t native = 0;
+    size_t i;
+
+    /* Only the program's own AES-GCM records: rerouted ones never reach the GCM hooks. */
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+
+        if (&m->traces[b->trace] == t && !strcmp(model__name(m, b->path), "native") &&
+            impl__is_aes_gcm(model__name(m, b->cipher)))
+            native += b->st.rec_ct;
+    }
+    if (!trace__unfired(t, "CRYPTO_gcm128_decrypt") ||
+        !trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32") || !native ||
+        t->st.gcm_dec + t->st.gcm_ctr + t->st.gcm_both)
+        return;
+    summary__verdict(s, "gcm-invisible", "blind",
+                     "%s: the CRYPTO_gcm128_* hooks never fired, so which AES-GCM code path ran "
+                     "is not visible (symbols hidden or not called through the PLT); the class "
+                     "rests on the capability bits alone",
+                     t->file);
+}
+
+/* The reasons in words, "; " between them. */
+static void blind_words(const struct blind *b, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int r;
+
+    buf[0] = 0;
+    for (r = 0; r < BR_N && n < cap; r++)
+        if (b->reasons & (1u << r))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "; " : "",
+                                  blind_reason__text((enum blind_reason)r));
+    if (b->unknown && n < cap)
+        snprintf(buf + n, cap - n, "%s%s (a reason this analyzer does not know)", n ? "; " : "",
+                 b->unknown);
+}
+
+/* An object holding OpenSSL TLS code the hooks never saw: its records are missing, so the
+ * report's zeros (or small totals) are not "no TLS here". */
+static void blind_copy(struct summary *s, const struct trace *t, const struct blind *b)
+{
+    char why[640];
+    struct verdict *v;
+
+    blind_words(b, why, sizeof(why));
+    v = summary__verdict(s, "blind-copy", "blind",
+                         "%s: %s holds %s TLS code tlsmeter cannot see: %s. Its reads, records "
+                         "and crypto time are not in this trace",
+                         t->file, b->path ? b->path : "?",
+                         b->version && *b->version ? b->version : "OpenSSL", why);
+    if (b->record_relocs >= 0)
+        verdict__evidence(v, "record_relocs", (double)b->record_relocs);
+    if (b->got_tlsmeter >= 0)
+        verdict__evidence(v, "got_tlsmeter", (double)b->got_tlsmeter);
+    if (b->got_elsewhere >= 0)
+        verdict__evidence(v, "got_elsewhere", (double)b->got_elsewhere);
+    verdict__evidence(v, "reasons", (double)b->reasons);
+}
+
+static void ktls(struct summary *s, const struct trace *t, const struct blind *b)
+{
+    struct verdict *v;
+
+    v = summary__verdict(
+        s, "ktls", "blind",
+        "%s: %lld connection%s of %s (%s) received with kernel TLS (kTLS): the "
+        "kernel decrypted their records, no EVP call reached tlsmeter; their "
+        "reads are in the trace, their crypto cost is in the process's system "
+        "CPU time: the crypto figures above (and any verdict on them) cover "
+        "only the records libssl decrypted itself (%llu)",
+        t->file, (long long)b->conns, b->conns == 1 ? "" : "s", b->path ? b->path : "?",
+        b->version && *b->version ? b->version : "OpenSSL", (unsigned long long)t->st.recs);
+    verdict__evidence(v, "conns", (double)b->conns);
+}
+
+static const char *base_name(const char *p)
+{
+    const char *b = p ? strrchr(p, '/') : NULL;
+
+    return b ? b + 1 : p ? p : "?";
+}
+
+/* "libcurl.so.4 (needed by curl.so, loaded RTLD_DEEPBIND) calls SSL_read, ... past
+ * tlsmeter's hooks, bound straight to libssl.so.3" for each "calls" entry, "; " between. */
+static int calls_words(const struct trace *t, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int i, k = 0;
+
+    buf[0] = 0;
+    for (i = 0; i < t->nblind && n < cap; i++) {
+        const struct blind *b = &t->blind[i];
+        bool needed = b->needed_by && *b->needed_by, bound = b->bound_to && *b->bound_to;
+        const char *how = b->scope && !strcmp(b->scope, "namespace")
+                              ? "in another link-map namespace"
+                              : "loaded RTLD_DEEPBIND";
+
+        if (strcmp(b->what, "calls"))
+            continue;
+        n += (size_t)snprintf(
+            buf + n, cap - n, "%s%s (%s%s%s%s) calls %s past tlsmeter's hooks%s%s", k++ ? "; " : "",
+            base_name(b->path), needed ? "needed by " : "", needed ? base_name(b->needed_by) : "",
+            needed ? ", " : "", how, b->fns ? b->fns : "SSL_read",
+            bound ? ", bound straight to " : "", bound ? base_name(b->bound_to) : "");
+    }
+    return k;
+}
+
+/* Objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen). With records
+ * decrypted outside any traced read, that is where the reads went; without, the object
+ * probably made no TLS connection. */
+static void reads_bypassed(struct summary *s, const struct trace *t)
+{
+    char who[700];
+    struct verdict *v;
+    int k = calls_words(t, who, sizeof(who));
+
+    if (k && t->recs_outside_reads)
+        v = summary__verdict(
+            s, "reads-bypassed", "blind",
+            "%s: records without reads: %s: bytes per read, read sizes and per-connection "
+            "totals are missing for %llu application-data record%s decrypted outside any "
+            "traced read; crypto time per record is still measured",
+            t->file, who, (unsigned long long)t->recs_outside_reads,
+            t->recs_outside_reads == 1 ? "" : "s");
+    else if (k)
+        v = summary__verdict(s, "reads-bypassed", "info",
+                             "%s: %s: if %s made TLS connections, their reads are not in this "
+                             "trace (no record was decrypted outside a traced read, so probably "
+                             "none)",
+                             t->file, who, k == 1 ? "it" : "they");
+    else if (t->recs_outside_reads >= 4 && !t->st.reads) /* no entry: an older trace */
+        v = summary__verdict(s, "reads-bypassed", "blind",
+                             "%s: records without reads: %llu application-data records were "
+                             "decrypted outside any SSL_read tlsmeter saw (the caller's SSL_read "
+                             "binds past the hooks: RTLD_DEEPBIND, another namespace, or a "
+                             "static call): read sizes and per-connection totals are missing; "
+                             "crypto time per record is still measured",
+                             t->file, (unsigned long long)t->recs_outside_reads);
+    else
+        return;
+    verdict__evidence(v, "records_outside_reads", (double)t->recs_outside_reads);
+    verdict__evidence(v, "objects", (double)k);
+}
+
+/* Another TLS library did TLS here (its hooked calls were counted). */
+static void other_tls(struct summary *s, const struct trace *t, const struct blind *b)
+{
+    char calls[64] = "";
+    struct verdict *v;
+
+    if (b->calls > 0)
+        snprintf(calls, sizeof(calls), " (%lld calls of its handshake/read functions)",
+                 (long long)b->calls);
+    v = summary__verdict(s, "other-tls", "blind",
+                         "%s: %s (%s%s%s) does TLS in this process%s: tlsmeter measures OpenSSL "
+                         "3 only, so its connections, reads, records and crypto time are not in "
+                         "this trace",
+                         t->file, b->path ? b->path : "?", b->library ? b->library : "?",
+                         b->version && *b->version ? " " : "", b->version ? b->version : "", calls);
+    if (b->calls >= 0)
+        verdict__evidence(v, "calls", (double)b->calls);
+}
+
+/* Why events were dropped, from the end line: the file could not grow (io_error: disk
+ * full, RLIMIT_FSIZE), a pipe or FIFO that did not keep up, or threads still writing while
+ * the process exited. */
+static void dropped(struct summary *s, const struct trace *t)
+{
+    char lost[64] = "", cause[224];
+    struct verdict *v;
+    struct fmtbuf fb;
+
+    if (t->dropped <= 0)
+        return;
+    if (t->dropped_bytes > 0)
+        snprintf(lost, sizeof(lost), " (%s of trace)", fmt_bytes(&fb, (uint64_t)t->dropped_bytes));
+    if (t->io_error && strstr(t->io_error, "No space left"))
+        snprintf(cause, sizeof(cause), "the trace's disk was full (%s)", t->io_error);
+    else if (t->io_error && strstr(t->io_error, "File too large"))
+        snprintf(cause, sizeof(cause), "the trace reached the file size limit (%s)", t->io_error);
+    else if (t->io_error && strstr(t->io_error, "RLIMIT_AS"))
+        snprintf(cause, sizeof(cause),
+                 "tlsmeter stopped mapping trace space near the process's address space limit "
+                 "(%s), so that the program's own mappings would not fail",
+                 t->io_error);
+    else if (t->io_error)
+        snprintf(cause, sizeof(cause), "the trace file could not grow (%s)", t->io_error);
+    else if (t->io && !strcmp(t->io, "mmap"))
+        snprintf(cause, sizeof(cause), "threads still writing while the process exited");
+    else
+        snprintf(cause, sizeof(cause), "full trace buffers: a pipe or FIFO that did not keep up");
+    v = summary__verdict(s, "dropped", "blind",
+                         "%s: %lld event%s%s %s dropped: %s; totals undercount", t->file,
+                         (long long)t->dropped, t->dropped == 1 ? "" : "s", lost,
+                         t->dropped == 1 ? "was" : "were", cause);
+    verdict__evidence(v, "dropped", (double)t->dropped);
+    if (t->dropped_bytes > 0)
+        verdict__evidence(v, "dropped_bytes", (double)t->dropped_bytes);
+}
+
+static void per_trace(struct summary *s, const struct trace *t)
+{
+    int i;
+
+    for (i = 0; i < t->nblind; i++) {
+        if (!strcmp(t->blind[i].what, "ktls"))
+            ktls(s, t, &t->blind[i]);
+        else if (!strcmp(t->blind[i].what, "other_tls"))
+            other_tls(s, t, &t->blind[i]);
+        else if (strcmp(t->blind[i].what, "calls"))
+            blind_copy(s, t, &t->blind[i]);
+    }
+    reads_bypassed(s, t);
+    truncated(s, t);
+    warned(s, t);
+    dropped(s, t);
+    if (t->quiet)
+        summary__verdict(s, "quiet", "blind",
+                         "%s: tlsmeter went quiet (%s): events after that point are missing",
+                         t->file, t->quiet);
+    unfired(s, t);
+    if (t->emulated)
+        summary__verdict(s, "emulated", "blind",
+                         "%s ran under emulation (%s on %s): times and ns/B are not the target "
+                         "CPU's; the class comes from capability bits and GCM entries only",
+                         t->file, t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
+    if (t->reroute_reason && t->mode && strcmp(t->mode, "native"))
+        summary__verdict(s, "reroute-off", "blind",
+                         "%s: TLSMETER_CRYPTO=%s was asked for but the reroute backend is off "
+                         "(%s): every record ran on the program's own path",
+                         t->file, t->mode, t->reroute_reason);
+    if (t->reroute_fallback > 0)
+        summary__verdict(s, "reroute-fallback", "blind",
+                         "%s: %lld records fell back to the native path (%s)", t->file,
+                         (long long)t->reroute_fallback,
+                         t->reroute_reason ? t->reroute_reason : "reason not given");
+}
+
+static void mismatches(struct summary *s)
+{
+    const struct model *m = s->m;
+    struct impl_result r;
+    size_t i;
+
+    for (i = 0; i < m->nbuckets; i++) {
+        impl__classify(m, &m->buckets[i], &r);
+        if (r.mismatch)
+            summary__verdict(s, "class-mismatch", "blind",
+                             "%s %s: the class from capability bits and GCM entries is %s (%s), "
+                             "but %s",
+                             m->traces[m->buckets[i].trace].file,
+                             model__name(m, m->buckets[i].cipher), impl__name(r.cls), r.detail,
+                             r.check);
+    }
+}
+
+static bool cut_short(const struct model *m)
+{
+    for (size_t i = 0; i < m->ntraces; i++)
+        if (!m->traces[i].has_end || m->traces[i].partial_last)
+            return true;
+    return false;
+}
+
+static void invisible_crypto(struct summary *s)
+{
+    const struct stats *st = &s->m->st;
+    int copies = model__blind_count(s->m, "tls"), ktls_libs = model__blind_count(s->m, "ktls");
+    int others = model__blind_count(s->m, "other_tls");
+    struct verdict *v;
+    struct fmtbuf a;
+
+    if (!st->reads && !st->recs && cut_short(s->m)) {
+        summary__verdict(s, "no-events", "blind",
+                         "no SSL read and no record decryption in this trace, which is cut "
+                         "short (see truncated): the process died before tlsmeter saw one");
+    } else if (!st->reads && !st->recs) {
+        v = summary__verdict(s, "no-events", "blind",
+                             "no SSL read and no record decryption in this trace: the program "
+                             "made no TLS reads through a hooked OpenSSL (hooks that never "
+                             "fired are listed under input)");
+        if (copies)
+            snprintf(v->text + strlen(v->text), sizeof(v->text) - strlen(v->text),
+                     "; this is not \"no TLS here\": %d object%s hold%s TLS code tlsmeter "
+                     "cannot see (blind-copy)",
+                     copies, copies == 1 ? "" : "s", copies == 1 ? "s" : "");
+        if (others)
+            snprintf(v->text + strlen(v->text), sizeof(v->text) - strlen(v->text),
+                     "; this is not \"no TLS here\": %d other TLS librar%s did TLS (other-tls)",
+                     others, others == 1 ? "y" : "ies");
+    }
+    if (st->got && !st->recs)
+        summary__verdict(s, "no-records", "blind",
+                         "reads returned %s but no record decryption was seen: %s; the crypto "
+                         "cost is invisible here (hooks that never fired are listed under input)",
+                         fmt_bytes(&a, st->got),
+                         ktls_libs ? "kernel TLS decrypted them (ktls)"
+                         : copies  ? "the copy tlsmeter cannot see decrypted them (blind-copy)"
+                                   : "kTLS, a statically linked or -Bsymbolic OpenSSL, or "
+                                     "hidden symbols");
+    if (st->tag_fail)
+        summary__verdict(s, "tag-failures", "blind",
+                         "%llu record%s failed authentication (bad record MAC)",
+                         (unsigned long long)st->tag_fail, st->tag_fail == 1 ? "" : "s");
+    if (s->lines_skipped)
+        summary__verdict(
+            s, "malformed", "blind", "%llu malformed line%s skipped (see the warnings)",
+            (unsigned long long)s->lines_skipped, s->lines_skipped == 1 ? " was" : "s were");
+}
+
+/* getrusage on a VM is often tick-based, and crypto_ns is wall time where the trace cannot
+ * give on-CPU time: when crypto exceeds the process CPU (or wall time x threads), the shares
+ * are clamped at 100 % (summary.c) and this says so, with the bound. */
+static void cpu_undercount(struct summary *s)
+{
+    struct fmtbuf a, b, c;
+    struct verdict *v;
+
+    if (s->cpu_short_ns > 0) {
+        v = summary__verdict(s, "cpu-undercount", "blind",
+                             "crypto >= 100 %% of the CPU the kernel accounted: process CPU "
+                             "undercounted by at least %s (crypto %s, process CPU %s; crypto "
+                             "time is %s): the CPU share is shown as 100 %%, treat it as a bound",
+                             fmt_ns(&a, (double)s->cpu_short_ns), fmt_ns(&b, (double)s->crypto_ns),
+                             fmt_ns(&c, (double)s->cpu_ns), s->cputime_text);
+        verdict__evidence(v, "undercount_ns", (double)s->cpu_short_ns);
+        verdict__evidence(v, "crypto_ns", (double)s->crypto_ns);
+        verdict__evidence(v, "cpu_ns", (double)s->cpu_ns);
+    }
+    if (s->wall_short_ns > 0) {
+        v = summary__verdict(s, "cpu-undercount", "blind",
+                             "crypto time (%s) exceeds wall time x %llu decrypting thread%s (%s) "
+                             "by %s: the record times are off (crypto time is %s); the wall "
+                             "share is shown as 100 %%",
+                             fmt_ns(&a, (double)s->crypto_ns), (unsigned long long)s->nthreads_dec,
+                             s->nthreads_dec == 1 ? "" : "s",
+                             fmt_ns(&b, (double)s->wall_threads_ns),
+                             fmt_ns(&c, (double)s->wall_short_ns), s->cputime_text);
+        verdict__evidence(v, "over_wall_ns", (double)s->wall_short_ns);
+    }
+}
+
+void verdicts_blind(struct summary *s)
+{
+    cpu_undercount(s);
+    size_t i;
+
+    for (i = 0; i < s->m->ntraces; i++)
+        per_trace(s, &s->m->traces[i]);
+    mismatches(s);
+    invisible_crypto(s);
+}

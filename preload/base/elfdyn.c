@@ -1,0 +1,299 @@
+/* elfdyn.c: the dynamic linker's view of one object, from its in-memory .dynamic:
+ * relocations name the symbols it imports, .gnu.version / .gnu.version_r say which version
+ * each import wants, DT_FLAGS says whether it binds to itself first. This is what lets
+ * tlsmeter forward a call to the same OpenSSL copy the linker would have bound (RTLD_NEXT
+ * alone merges versioned copies), and tell why an object's calls never reach a hook
+ * (blind.c). The one reader of .dynamic in tlsmeter. */
+#include "base/elfdyn.h"
+
+#include <elf.h>
+#include <string.h>
+
+struct dyninfo {
+    const ElfW(Sym) * symtab;
+    const char *strtab;
+    size_t strsz; /* DT_STRSZ; 0 when absent (names then read byte by byte) */
+    const ElfW(Half) * versym;
+    const ElfW(Verneed) * verneed;
+    size_t verneednum;
+    const ElfW(Verdef) * verdef;
+    size_t verdefnum;
+    const void *rel[2];
+    size_t relsz[2];
+    size_t relative; /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
+    int rela[2];     /* 1: ElfW(Rela), 0: ElfW(Rel) */
+    struct tlsm_elf_flags flags;
+};
+
+/* glibc relocates d_ptr entries in place on x86_64/aarch64 but not everywhere (and not
+ * in the vDSO): an address below the load bias is still an offset. */
+static const void *dptr(const struct link_map *lm, ElfW(Addr) p)
+{
+    return (const void *)(p < lm->l_addr ? lm->l_addr + p : p);
+}
+
+static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
+{
+    int pltrel = DT_RELA;
+    memset(d, 0, sizeof(*d));
+    for (const ElfW(Dyn) *e = lm->l_ld; e && e->d_tag != DT_NULL; e++) {
+        switch (e->d_tag) {
+        case DT_SYMTAB:
+            d->symtab = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_STRTAB:
+            d->strtab = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_STRSZ:
+            d->strsz = e->d_un.d_val;
+            break;
+        case DT_VERSYM:
+            d->versym = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_VERNEED:
+            d->verneed = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_VERNEEDNUM:
+            d->verneednum = e->d_un.d_val;
+            break;
+        case DT_VERDEF:
+            d->verdef = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_VERDEFNUM:
+            d->verdefnum = e->d_un.d_val;
+            break;
+        case DT_JMPREL:
+            d->rel[0] = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_PLTRELSZ:
+            d->relsz[0] = e->d_un.d_val;
+            break;
+        case DT_PLTREL:
+            pltrel = (int)e->d_un.d_val;
+            break;
+        case DT_RELA:
+            d->rel[1] = dptr(lm, e->d_un.d_ptr), d->rela[1] = 1;
+            break;
+        case DT_RELASZ:
+            d->relsz[1] = e->d_un.d_val;
+            break;
+        case DT_REL:
+            d->rel[1] = dptr(lm, e->d_un.d_ptr), d->rela[1] = 0;
+            break;
+        case DT_RELSZ:
+            d->relsz[1] = e->d_un.d_val;
+            break;
+        case DT_RELACOUNT:
+        case DT_RELCOUNT:
+            d->relative = e->d_un.d_val;
+            break;
+        case DT_SYMBOLIC:
+            d->flags.symbolic = true;
+            break;
+        case DT_FLAGS:
+            d->flags.flags = e->d_un.d_val;
+            d->flags.symbolic |= (e->d_un.d_val & DF_SYMBOLIC) != 0;
+            break;
+        case DT_FLAGS_1:
+            d->flags.flags_1 = e->d_un.d_val;
+            break;
+        default:
+            break;
+        }
+    }
+    d->rela[0] = pltrel == DT_RELA;
+}
+
+/* Version index -> name, from the needed (imports) or defined (own) version tables. */
+static const char *version_name(const struct dyninfo *d, unsigned idx)
+{
+    const ElfW(Verneed) *vn = d->verneed;
+    for (size_t i = 0; vn && i < d->verneednum; i++) {
+        const ElfW(Vernaux) *va = (const void *)((const char *)vn + vn->vn_aux);
+        for (unsigned j = 0; j < vn->vn_cnt; j++) {
+            if ((va->vna_other & 0x7fff) == idx)
+                return d->strtab + va->vna_name;
+            va = (const void *)((const char *)va + va->vna_next);
+        }
+        if (!vn->vn_next)
+            break;
+        vn = (const void *)((const char *)vn + vn->vn_next);
+    }
+    const ElfW(Verdef) *vd = d->verdef;
+    for (size_t i = 0; vd && i < d->verdefnum; i++) {
+        if ((vd->vd_ndx & 0x7fff) == idx) {
+            const ElfW(Verdaux) *aux = (const void *)((const char *)vd + vd->vd_aux);
+            return d->strtab + aux->vda_name;
+        }
+        if (!vd->vd_next)
+            break;
+        vd = (const void *)((const char *)vd + vd->vd_next);
+    }
+    return NULL;
+}
+
+/* A filter of the wanted names by their first eight bytes: most relocations name none of
+ * them, and this rejects those with one bit test instead of a compare per wanted name (the
+ * walk runs over every relocation of every loaded object: curl's 30 libraries, libssl's
+ * hundreds of EVP_ and SSL_ imports, which a shorter prefix would let through). */
+#define NAME_FILTER_BITS 4096
+struct name_filter {
+    uint64_t bits[NAME_FILTER_BITS / 64];
+};
+
+/* The name's first eight bytes as a number, zeros from its NUL on: one load when eight
+ * bytes from s are known to be readable (avail: the string table's rest), else byte by byte
+ * up to the NUL. */
+static inline __attribute__((always_inline)) uint64_t name_word(const char *s, size_t avail)
+{
+    uint64_t w = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (avail >= 8) {
+        memcpy(&w, s, 8);
+        /* The lowest zero byte is found exactly (a borrow only marks bytes above it). */
+        uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+        if (z)
+            w &= (1ull << (__builtin_ctzll(z) & ~7u)) - 1;
+        return w;
+    }
+#endif
+    for (size_t i = 0; i < 8 && s[i]; i++)
+        w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+static unsigned name_key(uint64_t word)
+{
+    return (unsigned)((word * 0x9e3779b97f4a7c15ull) >> 52) % NAME_FILTER_BITS;
+}
+
+static void filter_build(struct name_filter *f, const char *const names[], int n)
+{
+    memset(f, 0, sizeof(*f));
+    for (int i = 0; i < n; i++) {
+        unsigned k = name_key(name_word(names[i], strlen(names[i]) + 1));
+        f->bits[k / 64] |= 1ull << (k % 64);
+    }
+}
+
+/* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
+static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
+                      const struct name_filter *f)
+{
+    size_t at = d->symtab[symidx].st_name;
+    const char *s = d->strtab + at;
+    unsigned k = name_key(name_word(s, d->strsz > at ? d->strsz - at : 0));
+    if (!(f->bits[k / 64] & (1ull << (k % 64))))
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (s[0] == names[i][0] && !strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+typedef void (*reloc_visit)(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot,
+                            void *arg);
+
+/* Every relocation (PLT first, then the others) whose symbol is one of names[0..n). */
+static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
+                        const char *const names[], int n, reloc_visit visit, void *arg)
+{
+    struct name_filter f;
+    filter_build(&f, names, n);
+    for (int which = 0; which < 2 && d->symtab && d->strtab; which++) {
+        size_t ent = d->rela[which] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
+        size_t count = d->rel[which] ? d->relsz[which] / ent : 0;
+        /* The linker sorts the symbol-less relative relocations first and counts them
+         * (-z combreloc, the default): libcrypto has tens of thousands, none names a symbol. */
+        size_t first = which == 1 && d->relative <= count ? d->relative : 0;
+        for (size_t i = first; i < count; i++) {
+            /* r_offset and r_info lead both layouts. */
+            const ElfW(Rel) *r = (const void *)((const char *)d->rel[which] + i * ent);
+#if __ELF_NATIVE_CLASS == 64
+            size_t sym = ELF64_R_SYM(r->r_info);
+#else
+            size_t sym = ELF32_R_SYM(r->r_info);
+#endif
+            int k = sym ? name_index(d, sym, names, n, &f) : -1;
+            if (k >= 0)
+                visit(d, sym, k, lm->l_addr + r->r_offset, arg);
+        }
+    }
+}
+
+struct refs {
+    const char **vers;
+    uint64_t mask;
+};
+
+static void note_ref(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot, void *arg)
+{
+    struct refs *r = arg;
+    (void)slot;
+    r->mask |= 1ull << name;
+    unsigned vi = d->versym ? (d->versym[symidx] & 0x7fff) : 0;
+    if (vi > 1 && !r->vers[name]) /* 0 local, 1 global: unversioned */
+        r->vers[name] = version_name(d, vi);
+}
+
+uint64_t tlsm_elf_refs(const struct link_map *lm, const char *const names[], int n,
+                       const char *vers[])
+{
+    struct dyninfo d;
+    struct refs r = {vers, 0};
+    for (int i = 0; i < n; i++)
+        vers[i] = NULL;
+    read_dynamic(lm, &d);
+    walk_relocs(lm, &d, names, n, note_ref, &r);
+    return r.mask;
+}
+
+struct slots {
+    tlsm_elf_slot_fn fn;
+    void *arg;
+};
+
+static void visit_slot(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot, void *arg)
+{
+    const struct slots *s = arg;
+    s->fn(name, slot, d->symtab[symidx].st_value, s->arg);
+}
+
+void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
+                    tlsm_elf_slot_fn fn, void *arg)
+{
+    struct dyninfo d;
+    struct slots s = {fn, arg};
+    read_dynamic(lm, &d);
+    walk_relocs(lm, &d, names, n, visit_slot, &s);
+}
+
+struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm)
+{
+    struct dyninfo d;
+    read_dynamic(lm, &d);
+    return d.flags;
+}
+
+/* DT_SONAME and DT_NEEDED are string-table offsets: found in a second pass, after DT_STRTAB. */
+static const char *dyn_string(const struct link_map *lm, ElfW(Sxword) tag, const char *want)
+{
+    const char *strtab = NULL;
+    for (const ElfW(Dyn) *e = lm->l_ld; e && e->d_tag != DT_NULL; e++)
+        if (e->d_tag == DT_STRTAB)
+            strtab = dptr(lm, e->d_un.d_ptr);
+    for (const ElfW(Dyn) *e = lm->l_ld; strtab && e && e->d_tag != DT_NULL; e++)
+        if (e->d_tag == tag && (!want || !strcmp(strtab + e->d_un.d_val, want)))
+            return strtab + e->d_un.d_val;
+    return NULL;
+}
+
+const char *tlsm_elf_soname(const struct link_map *lm)
+{
+    return dyn_string(lm, DT_SONAME, NULL);
+}
+
+bool tlsm_elf_needs(const struct link_map *lm, const char *soname)
+{
+    return dyn_string(lm, DT_NEEDED, soname) != NULL;
+}

@@ -1,0 +1,228 @@
+/* conn.c: connection ids, handshake timing, read events, per-connection totals. */
+#include "core/conn.h"
+#include "forward/blind.h"
+#include "base/clock.h"
+#include "trace/config.h"
+#include "base/json.h"
+#include "core/stack.h"
+#include "base/table.h"
+#include "trace/thread.h"
+#include "trace/trace.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+struct tlsm_conn_state {
+    uint32_t id;
+    bool opened; /* open event written */
+    struct tlsm_obj *lib;
+    uint64_t hs_first; /* ticks at the first handshake call */
+    uint64_t hs_ticks; /* time inside handshake calls */
+    uint64_t reads, got, recs, crypto_ns, preempt;
+    bool ktls_asked; /* issue 7: kTLS receive probed once (blind.c) */
+};
+
+static struct tlsm_table conns;
+static _Atomic uint32_t next_conn = 1;
+_Atomic uint64_t tlsm_next_read = 1;
+
+int tlsm_conn_init(void)
+{
+    return tlsm_table_init(&conns, "connections", 16384, sizeof(struct tlsm_conn_state));
+}
+
+static int64_t ns_since_t0(uint64_t ticks)
+{
+    return (int64_t)tlsm_ticks_to_ns(ticks - tlsm_trace_t0);
+}
+
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
+    if (cs && !cs->id) {
+        cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
+        cs->lib = lib;
+    }
+    sc->prev_conn = th->conn;
+    sc->prev_cs = th->conn_state;
+    sc->cs = cs;
+    th->conn = cs ? cs->id : 0;
+    th->conn_state = cs;
+}
+
+uint32_t tlsm_conn_current(void)
+{
+    return tlsm_th.conn;
+}
+
+static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
+{
+    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    const char *proto = "", *suite = "";
+    int server = -1;
+    tlsm_th.guard++;
+    if (a && a->SSL_get_version)
+        proto = a->SSL_get_version(ssl);
+    if (a && a->SSL_get_current_cipher && a->SSL_CIPHER_get_name)
+        suite = a->SSL_CIPHER_get_name(a->SSL_get_current_cipher(ssl));
+    if (a && a->SSL_is_server)
+        server = a->SSL_is_server(ssl);
+    tlsm_th.guard--;
+    char line[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "conn");
+    tlsm_json_int(&j, "t", ns_since_t0(now));
+    tlsm_json_int(&j, "tid", tlsm_th.tid);
+    tlsm_json_int(&j, "conn", cs->id);
+    tlsm_json_str(&j, "phase", "open");
+    tlsm_json_str(&j, "role", server == 1 ? "server" : server == 0 ? "client" : "?");
+    tlsm_json_str(&j, "proto", proto ? proto : "");
+    tlsm_json_str(&j, "suite", suite ? suite : "");
+    tlsm_json_int(&j, "hs_ns", cs->hs_first ? (int64_t)tlsm_ticks_to_ns(now - cs->hs_first) : -1);
+    tlsm_json_int(&j, "hs_call_ns", (int64_t)tlsm_ticks_to_ns(cs->hs_ticks));
+    tlsm_json_int(&j, "lib", cs->lib ? cs->lib->lib_id : 0);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+static void maybe_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
+{
+    if (cs->opened || !tlsm_trace_ready())
+        return;
+    const struct tlsm_api *a = cs->lib ? &cs->lib->api : NULL;
+    if (!a || !a->SSL_is_init_finished || !a->SSL_is_init_finished(ssl))
+        return;
+    cs->opened = true;
+    write_open(cs, ssl, now);
+}
+
+void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
+                              int ret)
+{
+    struct tlsm_conn_state *cs = sc->cs;
+    if (!cs)
+        return;
+    if (!cs->hs_first)
+        cs->hs_first = t0;
+    cs->hs_ticks += t1 - t0;
+    if (ret == 1)
+        maybe_open(cs, ssl, t1);
+}
+
+/* A handshake driven by SSL_write or SSL_read (no SSL_connect/SSL_accept call, as in
+ * openssl s_client): count the call as handshake time until the handshake is done. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1)
+{
+    struct tlsm_conn_state *cs = sc->cs;
+    if (!cs || cs->opened)
+        return;
+    if (!cs->hs_first)
+        cs->hs_first = t0;
+    cs->hs_ticks += t1 - t0;
+    maybe_open(cs, ssl, t1);
+}
+
+void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    if (th->in_read) {
+        th->read_recs++;
+        th->read_preempt += preempted;
+        th->read_crypto_ns += crypto_ns;
+    } else if (th->conn_state) {
+        /* Records outside reads (handshake) count for the connection directly. */
+        th->conn_state->recs++;
+        th->conn_state->preempt += preempted;
+        th->conn_state->crypto_ns += crypto_ns;
+    }
+}
+
+static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *fn, int64_t want,
+                       int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    char line[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "read");
+    tlsm_json_int(&j, "t", ns_since_t0(t0));
+    tlsm_json_int(&j, "tid", th->tid);
+    tlsm_json_int(&j, "conn", cs ? cs->id : 0);
+    tlsm_json_int(&j, "id", (int64_t)th->read_id);
+    tlsm_json_safe(&j, "fn", fn);
+    tlsm_json_int(&j, "want", want);
+    tlsm_json_int(&j, "got", got);
+    if (got <= 0 && cs && cs->lib && cs->lib->api.SSL_get_error) {
+        th->guard++;
+        tlsm_json_int(&j, "err", cs->lib->api.SSL_get_error(ssl, ret));
+        th->guard--;
+    }
+    tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
+    tlsm_json_int(&j, "recs", th->read_recs);
+    tlsm_json_int(&j, "crypto_ns", (int64_t)th->read_crypto_ns);
+    if (th->read_preempt)
+        tlsm_json_int(&j, "preempt", th->read_preempt);
+    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
+    if (stack)
+        tlsm_json_int(&j, "stack", stack);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                   int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_state *cs = sc->cs;
+    th->in_read = false;
+    if (cs) {
+        cs->reads++;
+        /* A peek's bytes are returned again by a later read: count them once. fn is a hook's
+         * name, 8 bytes or more (an inlined compare: a libc call here was 10 % of a read). */
+        if (memcmp(fn, "SSL_peek", 8))
+            cs->got += got > 0 ? (uint64_t)got : 0;
+        cs->recs += th->read_recs;
+        cs->crypto_ns += th->read_crypto_ns;
+        cs->preempt += th->read_preempt;
+        if (!cs->opened) /* the call only while the handshake is not seen complete */
+            tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
+        /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
+         * decrypts for this connection (kTLS receive makes no EVP call). */
+        if (got > 0 && !th->read_recs && !cs->ktls_asked) {
+            cs->ktls_asked = true;
+            tlsm_blind_ktls(cs->lib, ssl, cs->id);
+        }
+    }
+    if (tlsm_cfg.reads && tlsm_trace_ready())
+        write_read(cs, ssl, fn, want, ret, got, t0, t1);
+}
+
+void tlsm_conn_free(const SSL *ssl)
+{
+    struct tlsm_conn_state *cs = ssl ? tlsm_table_get(&conns, ssl) : NULL;
+    if (!cs)
+        return;
+    if (cs->id && tlsm_trace_ready()) {
+        char line[512];
+        struct tlsm_json j;
+        tlsm_json_begin(&j, line, sizeof(line), "conn");
+        tlsm_json_int(&j, "t", ns_since_t0(tlsm_now()));
+        tlsm_json_int(&j, "tid", tlsm_th.tid);
+        tlsm_json_int(&j, "conn", cs->id);
+        tlsm_json_str(&j, "phase", "close");
+        tlsm_json_int(&j, "reads", (int64_t)cs->reads);
+        tlsm_json_int(&j, "got", (int64_t)cs->got);
+        tlsm_json_int(&j, "recs", (int64_t)cs->recs);
+        tlsm_json_int(&j, "crypto_ns", (int64_t)cs->crypto_ns);
+        if (cs->preempt)
+            tlsm_json_int(&j, "preempt", (int64_t)cs->preempt);
+        size_t n = tlsm_json_end(&j, line);
+        if (n)
+            tlsm_trace_line(line, n);
+    }
+    tlsm_table_del(&conns, ssl);
+}

@@ -1,0 +1,59 @@
+/* conn.h: connections (one per SSL*) and the reads made on them. */
+#ifndef TLSM_CONN_H
+#define TLSM_CONN_H
+
+#include "forward/obj.h"
+#include "trace/thread.h"
+
+#include <openssl/ssl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_conn_state;
+
+/* Saved and restored around a hook so nested SSL_* calls keep the outer context. */
+struct tlsm_conn_scope {
+    uint32_t prev_conn;
+    struct tlsm_conn_state *prev_cs;
+    struct tlsm_conn_state *cs;
+};
+
+int tlsm_conn_init(void);
+/* Enter/leave an SSL_* hook on ssl (sets this thread's current connection). */
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+static inline void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+{
+    tlsm_th.conn = sc->prev_conn;
+    tlsm_th.conn_state = sc->prev_cs;
+}
+uint32_t tlsm_conn_current(void);
+/* A handshake call returned: time it; on success write the open event. */
+void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
+                              int ret);
+/* An SSL_write/SSL_read call returned before the handshake was seen complete. */
+void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
+                                  uint64_t t1);
+/* A read is starting / has returned. */
+extern _Atomic uint64_t tlsm_next_read; /* read ids, process-wide */
+/* Inline, with tlsm_conn_leave: on a program reading 16 bytes a call, each call made here is
+ * a few per cent of what a read costs tlsmeter. */
+static inline void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    (void)sc;
+    (void)t0;
+    th->in_read = true;
+    th->read_id = atomic_fetch_add_explicit(&tlsm_next_read, 1, memory_order_relaxed);
+    th->read_recs = 0;
+    th->read_preempt = 0;
+    th->read_crypto_ns = 0;
+}
+void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                   int ret, int64_t got, uint64_t t0, uint64_t t1);
+/* A record finished on this thread: count it for the current read and connection
+ * (crypto_ns as in its rec event; preempted: it carries a `preempt` flag). */
+void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted);
+/* SSL_free: write the close event, forget the connection. */
+void tlsm_conn_free(const SSL *ssl);
+
+#endif

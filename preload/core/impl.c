@@ -1,0 +1,222 @@
+/* impl.c: the implementation that ran, from the GCM context's function pointers (impl.h).
+ * GCM128_CONTEXT (include/crypto/modes.h, x86_64 and aarch64, TABLE_BITS 4):
+ *   3.0, 3.1: Yi EKi EK0 len Xi H (6 x 16), Htable[16] (256) at 96, gmult at 352,
+ *             ghash at 360, mres/ares at 368, block at 376, key at 384
+ *   3.2+:     ... Htable at 96, funcs {ginit 352, ghash 360, gmult 368}, mres/ares at 376,
+ *             block at 384, key at 392
+ * (3.0 checked against Debian 3.0.19's CRYPTO_gcm128_decrypt_ctr32: ghash 0x168(%rdi),
+ * gmult 0x160, block 0x178, key 0x180.) Other versions: nothing is read. */
+#include "core/impl.h"
+#include "arch/arch.h"
+#include "base/codeid.h"
+#include "base/json.h"
+#include "trace/trace.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_IMPLS 32
+
+enum layout { LAYOUT_NONE, LAYOUT_30, LAYOUT_32 };
+
+struct key {
+    const void *block, *ghash, *gmult, *stream;
+    const struct tlsm_obj *lib;
+};
+
+struct impl {
+    struct key k;
+    int id;
+    unsigned gen; /* trace file generation its line went to */
+    char line[TLSM_LINE_MAX];
+    size_t len;
+};
+
+static struct impl impls[MAX_IMPLS];
+static int nimpls;
+/* Try-lock holding the holder's pid: a record never waits, and a forked child takes over a
+ * lock a parent thread held at fork (that thread does not exist in the child). */
+static int lock;
+
+/* Per thread: the record in flight, and the last set seen (so steady state is one compare). */
+static __thread struct {
+    struct key cur, last;
+    bool have;
+    int last_id;
+    const struct tlsm_obj *layout_lib;
+    enum layout layout;
+} th __attribute__((tls_model("initial-exec")));
+
+static enum layout layout_of(const struct tlsm_obj *lib)
+{
+    const char *v = lib->version;
+    unsigned minor = 0;
+    if (lib->major != 3 || strncmp(v, "OpenSSL 3.", 10) || v[10] < '0' || v[10] > '9')
+        return LAYOUT_NONE;
+    for (v += 10; *v >= '0' && *v <= '9' && minor < 100; v++)
+        minor = minor * 10 + (unsigned)(*v - '0');
+    if (*v != '.')
+        return LAYOUT_NONE;
+    return minor <= 1 ? LAYOUT_30 : minor <= 6 ? LAYOUT_32 : LAYOUT_NONE;
+}
+
+void tlsm_impl_note_gcm(struct tlsm_obj *lib, const void *gcm_ctx, const void *stream)
+{
+    if (!lib || !gcm_ctx)
+        return;
+    if (th.layout_lib != lib) {
+        th.layout = layout_of(lib);
+        th.layout_lib = lib;
+    }
+    const char *c = gcm_ctx;
+    const void *const *p;
+    if (th.layout == LAYOUT_30) {
+        p = (const void *const *)(c + 352);
+        th.cur.gmult = p[0], th.cur.ghash = p[1], th.cur.block = p[3];
+    } else if (th.layout == LAYOUT_32) {
+        p = (const void *const *)(c + 360);
+        th.cur.ghash = p[0], th.cur.gmult = p[1], th.cur.block = p[3];
+    } else {
+        return;
+    }
+    if (stream)
+        th.cur.stream = stream;
+    th.cur.lib = lib;
+    th.have = true;
+}
+
+static bool is_arm(void)
+{
+    return TLSM_ARCH_IS_ARM;
+}
+
+/* OpenSSL's pairings (providers/implementations/ciphers/cipher_aes_gcm_hw.c): AES-NI/ARMv8
+ * keys give an AES block function; with AES-NI hidden and SSSE3 present the bit-sliced CTR
+ * (ossl_bsaes_ctr32_encrypt_blocks, table AES_encrypt for the block and for runs under 8
+ * blocks) wins over vpaes, which has no CTR function in GCM; else table AES. */
+static const char *aes_name(const struct tlsm_code *b, const struct tlsm_code *s)
+{
+    uint32_t hw = is_arm() ? TLSM_ISA_A64_AES : TLSM_ISA_AES | TLSM_ISA_AES_VEX;
+    uint32_t simd = is_arm() ? TLSM_ISA_A64_TBL : TLSM_ISA_PSHUFB;
+    if (b->isa & hw)
+        return is_arm() ? "armv8" : "aesni";
+    if (s->bounded && !(s->isa & hw) && (s->isa & simd))
+        return "bsaes";
+    if (b->isa & simd)
+        return "vpaes";
+    if (b->bounded && (!s->found || s->bounded))
+        return "table";
+    return "unknown";
+}
+
+static const char *ghash_name(const struct tlsm_code *g)
+{
+    if (is_arm())
+        return g->isa & TLSM_ISA_A64_PMULL    ? "pmull"
+               : g->isa & TLSM_ISA_A64_PMULL8 ? "neon"
+               : g->bounded                   ? "4bit"
+                                              : "unknown";
+    return g->isa & TLSM_ISA_CLMUL_VEX ? "clmul-avx"
+           : g->isa & TLSM_ISA_CLMUL   ? "clmul"
+           : g->bounded                ? "4bit"
+                                       : "unknown";
+}
+
+/* One function's keys: fn_WHAT_module, _off (module-relative: the .symtab value), _size
+ * (from its FDE, -1 unknown), _isa (instruction families in it and its direct callees). */
+static void fn_keys(struct tlsm_json *j, const char *what, const void *fn)
+{
+    struct tlsm_code c;
+    char k[40], isa[160], off[24];
+    if (!fn)
+        return;
+    tlsm_code_identify(fn, &c);
+    snprintf(off, sizeof(off), "0x%lx", (unsigned long)c.off);
+    tlsm_json_str_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_module\":", what),
+                    c.found ? c.path : "");
+    tlsm_json_safe_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_off\":", what),
+                     c.found ? off : "");
+    tlsm_json_int_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_size\":", what),
+                    c.bounded ? (int64_t)c.size : -1);
+    tlsm_isa_names(c.isa, isa, sizeof(isa));
+    tlsm_json_put(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_isa\":[", what));
+    tlsm_json_put(j, isa, strlen(isa));
+    tlsm_json_put(j, "]", 1);
+}
+
+static void build(struct impl *m)
+{
+    struct tlsm_code b, g, s = {0};
+    const struct key *k = &m->k;
+    struct tlsm_json j;
+    tlsm_code_identify(k->block, &b);
+    tlsm_code_identify(k->ghash ? k->ghash : k->gmult, &g);
+    if (k->stream)
+        tlsm_code_identify(k->stream, &s);
+    const char *aes = aes_name(&b, &s), *gh = ghash_name(&g);
+    tlsm_json_begin(&j, m->line, sizeof(m->line), "impl");
+    tlsm_json_int(&j, "id", m->id);
+    tlsm_json_int(&j, "lib", k->lib->lib_id);
+    tlsm_json_safe(&j, "layout", layout_of(k->lib) == LAYOUT_30 ? "3.0" : "3.2");
+    tlsm_json_safe(&j, "aes", aes);
+    tlsm_json_safe(&j, "ghash", gh);
+    /* AES_GCM_ASM: the stitched kernel takes bulk data past CRYPTO_gcm128_* when the CTR
+     * function is the hardware one and GHASH the AVX (x86_64) / PMULL (aarch64) one. */
+    bool stitched = is_arm() ? !strcmp(aes, "armv8") && !strcmp(gh, "pmull") && k->stream
+                             : !strcmp(aes, "aesni") && !strcmp(gh, "clmul-avx") && k->stream;
+    tlsm_json_bool(&j, "stitched", stitched);
+    fn_keys(&j, "block", k->block);
+    fn_keys(&j, "ghash", k->ghash);
+    fn_keys(&j, "gmult", k->gmult);
+    fn_keys(&j, "stream", k->stream);
+    m->len = tlsm_json_end(&j, m->line);
+}
+
+/* The impl for key: found, or made (identification runs here, once per set). */
+static struct impl *lookup(const struct key *k)
+{
+    for (int i = 0; i < nimpls; i++)
+        if (!memcmp(&impls[i].k, k, sizeof(*k)))
+            return &impls[i];
+    if (nimpls == MAX_IMPLS)
+        return NULL;
+    struct impl *m = &impls[nimpls];
+    memset(m, 0, sizeof(*m));
+    m->k = *k;
+    m->id = nimpls + 1;
+    build(m);
+    nimpls++;
+    return m;
+}
+
+int tlsm_impl_take(void)
+{
+    if (!th.have)
+        return 0;
+    struct key k = th.cur;
+    memset(&th.cur, 0, sizeof(th.cur));
+    th.have = false;
+    unsigned gen = tlsm_trace_generation();
+    if (!memcmp(&k, &th.last, sizeof(k)) && th.last_id > 0 &&
+        __atomic_load_n(&impls[th.last_id - 1].gen, __ATOMIC_ACQUIRE) == gen)
+        return th.last_id;
+    int me = getpid(), held = 0;
+    if (!__atomic_compare_exchange_n(&lock, &held, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) &&
+        (held == me ||
+         !__atomic_compare_exchange_n(&lock, &held, me, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+        return 0; /* another thread is identifying: this record goes without */
+    struct impl *m = lookup(&k);
+    int id = 0;
+    if (m && m->len) {
+        if (m->gen != gen) { /* first use in this trace file (also a forked child's) */
+            tlsm_trace_line(m->line, m->len);
+            __atomic_store_n(&m->gen, gen, __ATOMIC_RELEASE);
+        }
+        id = m->id;
+    }
+    __atomic_store_n(&lock, 0, __ATOMIC_RELEASE);
+    th.last = k;
+    th.last_id = id;
+    return id;
+}

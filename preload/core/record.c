@@ -1,0 +1,239 @@
+/* record.c: the adapter from the EVP hooks to the record machine (recsm.c), and its sink:
+ * the rec line, connection and read totals, reroute, stacks. */
+#include "core/record.h"
+#include "forward/blind.h"
+#include "base/clock.h"
+#include "trace/config.h"
+#include "core/conn.h"
+#include "trace/cputime.h"
+#include "core/impl.h"
+#include "base/json.h"
+#include "core/recsm.h"
+#include "core/stack.h"
+#include "base/table.h"
+#include "trace/thread.h"
+#include "trace/trace.h"
+
+#include <openssl/obj_mac.h>
+#include <string.h>
+
+struct tlsm_rec_observer tlsm_rec_obs;
+
+static struct tlsm_table ctxs;
+
+/* The machine's sink (below): the only consumer of finished records in the preload. */
+static void rec_begin(void *arg, struct tlsm_rsm_ctx *c);
+static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt);
+static void rec_forgotten(void *arg, struct tlsm_rsm_ctx *c, bool was_open);
+const struct tlsm_rsm_sink tlsm_rec_sink = {NULL, rec_begin, rec_done, rec_forgotten};
+
+/* The state of the context c belongs to (c is its first member). */
+static struct tlsm_rec_state *state_of(struct tlsm_rsm_ctx *c)
+{
+    return (struct tlsm_rec_state *)(void *)c;
+}
+
+int tlsm_rec_init(void)
+{
+    return tlsm_table_init(&ctxs, "cipher contexts", 16384, sizeof(struct tlsm_rec_state));
+}
+
+uint64_t tlsm_rec_untracked(void)
+{
+    return ctxs.full;
+}
+
+struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx)
+{
+    return ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
+}
+
+void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
+{
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    tlsm_rsm_forget(&tlsm_rec_sink, &st->rsm); /* the sink's forgotten() lets reroute go */
+    tlsm_table_del(&ctxs, ctx);
+}
+
+/* Only record ciphers are tracked: TLS AEADs. Names are ours, never the library's
+ * strings, so an event never points into memory that may go away. */
+static const char *aead_name(int nid, bool *gcm)
+{
+    *gcm = false;
+    switch (nid) {
+    case NID_aes_128_gcm:
+        return *gcm = true, "AES-128-GCM";
+    case NID_aes_256_gcm:
+        return *gcm = true, "AES-256-GCM";
+    case NID_aes_192_gcm:
+        return *gcm = true, "AES-192-GCM";
+    case NID_chacha20_poly1305:
+        return "ChaCha20-Poly1305";
+    case NID_aes_128_ccm:
+        return "AES-128-CCM";
+    case NID_aes_256_ccm:
+        return "AES-256-CCM";
+    default:
+        return NULL;
+    }
+}
+
+/* The one place that decides which directions are traced: decryption only, until the
+ * analyzer separates `dir` (the machine knows both). enc as EVP takes it: 0 decrypt, -1
+ * unchanged, anything else encrypt (libssl passes 1 or, for TLS 1.3 keys, 2). */
+static bool traced_dir(int enc)
+{
+    return enc == 0;
+}
+
+/* A context libssl keys for decryption with an AEAD cipher becomes a record source. */
+static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                  const unsigned char *iv, bool has_params, const void *caller,
+                  struct tlsm_obj *target)
+{
+    struct tlsm_obj *co = tlsm_obj_of(caller);
+    if (co)
+        tlsm_obj_describe(co);
+    bool gcm;
+    const char *name = NULL;
+    if (co && co->has_ssl && target && target->api.EVP_CIPHER_get_nid)
+        name = aead_name(target->api.EVP_CIPHER_get_nid(cipher), &gcm);
+    if (!name) {
+        tlsm_rec_forget(ctx);
+        return;
+    }
+    struct tlsm_rec_state *st = tlsm_table_put(&ctxs, ctx);
+    if (!st)
+        return;
+    if (tlsm_rec_obs.forget) /* re-keyed with a new cipher: the old shadow is stale */
+        tlsm_rec_obs.forget(st);
+    memset(st, 0, sizeof(*st));
+    /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
+    tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, TLSM_DIR_IN, strncmp(name, "AES", 3) ? 0 : 8);
+    st->lib = target;
+    st->conn = tlsm_th.conn;
+    if (tlsm_rec_obs.keyed)
+        tlsm_rec_obs.keyed(st, key, iv, has_params);
+}
+
+void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
+                      uint64_t t_entry)
+{
+    (void)caller;
+    (void)target;
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    if (enc != -1 && !traced_dir(enc)) { /* turned to encryption: no longer a source */
+        tlsm_rec_forget(ctx);
+        return;
+    }
+    unsigned given =
+        (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
+    tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
+}
+
+void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
+                         const void *caller, struct tlsm_obj *target, int ret)
+{
+    bool has_params = params && params[0].key; /* an empty list sets nothing */
+    if (ret <= 0)
+        return;
+    if (cipher) {
+        if (traced_dir(enc))
+            track(ctx, cipher, key, iv, has_params, caller, target);
+        return;
+    }
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    if (tlsm_rec_obs.mirror_init)
+        tlsm_rec_obs.mirror_init(st, key, iv, enc, has_params);
+    if (st->rsm.in_rec && !key && iv && tlsm_rec_obs.record_begin)
+        tlsm_rec_obs.record_begin(st);
+}
+
+static void rec_begin(void *arg, struct tlsm_rsm_ctx *c)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    if (__builtin_expect(th->cpu_kind == TLSM_CPU_UNSET, 0)) {
+        tlsm_cpu_thread_setup(th); /* the thread's first record: not part of its time */
+        c->t0 = tlsm_now();
+    }
+    tlsm_cpu_begin(th, &c->mark); /* last: the record's clock starts here */
+}
+
+static void rec_forgotten(void *arg, struct tlsm_rsm_ctx *c, bool was_open)
+{
+    if (tlsm_rec_obs.forget)
+        tlsm_rec_obs.forget(state_of(c));
+}
+
+/* A finished record: the rec line (docs/trace-format.md), connection and read totals. Only
+ * decrypt contexts are tracked (track()), so c->dir is "in" here. */
+static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_rec_state *st = state_of(c);
+    struct tlsm_cpu_span sp;
+    tlsm_cpu_end(th, c->t0, &c->mark, &sp);
+    uint32_t conn = th->conn ? th->conn : st->conn;
+    if (conn)
+        st->conn = conn;
+    if (!th->ssl_depth) /* its read bypassed the SSL_* hooks? (blind_calls.c) */
+        tlsm_blind_orphan_record(tlsm_now());
+    tlsm_conn_add_record(sp.cpu_ns, sp.preempt > 0);
+    if (tlsm_rec_obs.record_end)
+        tlsm_rec_obs.record_end(st);
+    if (!tlsm_cfg.records || !tlsm_trace_ready())
+        return;
+    static const char *const fns[] = {"none", "decrypt", "ctr32", "both"};
+    char line[768];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "rec");
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(c->t0 - tlsm_trace_t0));
+    tlsm_json_int(&j, "tid", th->tid);
+    tlsm_json_int(&j, "conn", st->conn);
+    tlsm_json_int(&j, "read", th->in_read ? (int64_t)th->read_id : 0);
+    tlsm_json_safe(&j, "dir", c->dir == TLSM_DIR_OUT ? "out" : "in");
+    tlsm_json_safe(&j, "tls", c->tls == TLSM_TLS12 ? "1.2" : c->tls == TLSM_TLS13 ? "1.3" : "?");
+    tlsm_json_int(&j, "type", c->type);
+    tlsm_json_int(&j, "len", c->len);
+    tlsm_json_int(&j, "pt", pt);
+    tlsm_json_safe(&j, "cipher", c->cipher);
+    tlsm_json_int(&j, "crypto_ns", (int64_t)sp.cpu_ns);
+    if (sp.preempt)
+        tlsm_json_int(&j, "preempt", sp.preempt);
+    if (th->cpu_kind == TLSM_CPU_PERF_CLOCK &&
+        (sp.wall_ns > sp.cpu_ns + 1000 || sp.cpu_ns > sp.wall_ns + 1000))
+        tlsm_json_int(&j, "wall_ns", (int64_t)sp.wall_ns);
+    tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_cpu_delta_ns(th, c->gcm_ticks));
+    tlsm_json_int(&j, "gcm_bytes", (int64_t)c->gcm_bytes);
+    tlsm_json_safe(&j, "gcm_fn", fns[c->gcm_fns & 3]);
+    tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
+    tlsm_json_bool(&j, "tag_ok", ok);
+    tlsm_json_int(&j, "lib", st->routed ? st->backend_lib : st->lib ? st->lib->lib_id : 0);
+    int impl = tlsm_impl_take();
+    if (impl)
+        tlsm_json_int(&j, "impl", impl);
+    if (st->verdict)
+        tlsm_json_safe(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
+    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_REC);
+    if (stack)
+        tlsm_json_int(&j, "stack", stack);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret)
+{
+    if (tlsm_rec_obs.mirror_ctrl)
+        tlsm_rec_obs.mirror_ctrl(st, type, arg, ptr, ret);
+    if (type == EVP_CTRL_AEAD_TLS1_AAD && st->rsm.in_rec && tlsm_rec_obs.record_begin)
+        tlsm_rec_obs.record_begin(st);
+}

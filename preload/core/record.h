@@ -1,0 +1,107 @@
+/* record.h: TLS records from the EVP calls libssl makes on its decrypt contexts.
+ * The adapter between the EVP hooks and the record state machine (recsm.h, which knows the
+ * sequences; docs/design.md sections 2 and 3): it decides which contexts are record sources,
+ * translates each hooked call into a machine event, and is the machine's sink (the rec line,
+ * connections, reroute, stacks). */
+#ifndef TLSM_RECORD_H
+#define TLSM_RECORD_H
+
+#include "forward/obj.h"
+#include "core/recsm.h"
+
+#include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_backend;
+
+/* What tlsmeter knows of one libssl decrypt context. Only the thread driving the context
+ * touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
+struct tlsm_rec_state {
+    struct tlsm_rsm_ctx rsm; /* the record machine's part: direction, record in flight */
+    struct tlsm_obj *lib;
+    uint32_t conn;
+    /* Reroute: a backend context keyed like this one (reroute.c). */
+    struct tlsm_backend *backend;
+    int backend_lib; /* its lib id, for the rec line of a routed record */
+    EVP_CIPHER_CTX *shadow;
+    bool shadow_ok;      /* every metadata call so far mirrored successfully */
+    bool routed;         /* the record in flight goes to the backend */
+    bool verify;         /* ... and is decrypted natively too, for comparison */
+    bool data_sent;      /* a data call of the routed record went to the backend */
+    int8_t verdict;      /* verify result: 0 none, 1 same, -1 mismatch */
+    unsigned char *vbuf; /* verify: native plaintext of the record in flight */
+    int vbuf_len, vret, vcap;
+};
+
+/* Who follows the tracked contexts besides the trace: the reroute (reroute/reroute.c)
+ * mirrors each keyed context into a shadow and routes its records. It registers at start-up
+ * (main.c), so the core never calls up into it; a NULL member: nobody to tell. */
+struct tlsm_rec_observer {
+    /* A context started being tracked (keyed with a cipher); params: it came with
+     * OSSL_PARAMs, which are not mirrored. */
+    void (*keyed)(struct tlsm_rec_state *st, const unsigned char *key, const unsigned char *iv,
+                  bool has_params);
+    /* A later Init on it; enc -1: unchanged. */
+    void (*mirror_init)(struct tlsm_rec_state *st, const unsigned char *key,
+                        const unsigned char *iv, int enc, bool has_params);
+    void (*mirror_ctrl)(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
+    /* A record's route is decided (its nonce or AAD is in). */
+    void (*record_begin)(struct tlsm_rec_state *st);
+    void (*record_end)(struct tlsm_rec_state *st);
+    /* The context is re-keyed with another cipher, reset or freed. */
+    void (*forget)(struct tlsm_rec_state *st);
+};
+extern struct tlsm_rec_observer tlsm_rec_obs;
+
+int tlsm_rec_init(void);
+/* Tracked state of ctx, NULL for contexts that are not libssl decrypt AEAD contexts. */
+struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
+/* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. */
+void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
+                      uint64_t t_entry);
+/* After the native Init: start tracking (cipher given) or mirror it to the shadow. params:
+ * the OSSL_PARAM array of EVP_CipherInit_ex2/EVP_DecryptInit_ex2, NULL for the others. */
+void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
+                         const void *caller, struct tlsm_obj *target, int ret);
+/* After the native ctrl: mirror it; a TLS 1.2 AAD decides the record's route. */
+void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
+/* The machine's sink (record.c), for the per-record calls below: inline, so a hooked call
+ * reaches the machine in one call. */
+extern const struct tlsm_rsm_sink tlsm_rec_sink;
+
+/* EVP_CIPHER_CTX_ctrl before forwarding (TLS 1.2 AAD starts a record). */
+static inline void tlsm_rec_on_ctrl(struct tlsm_rec_state *st, int type, int arg, const void *ptr,
+                                    uint64_t t_entry)
+{
+    tlsm_rsm_ctrl(&tlsm_rec_sink, &st->rsm, type, arg, ptr, t_entry);
+}
+
+/* Update: AAD (out == NULL) or payload; after forwarding. */
+static inline void tlsm_rec_on_update(struct tlsm_rec_state *st, unsigned char *out,
+                                      const int *outl, const unsigned char *in, int inl, int ret)
+{
+    if (!out)
+        tlsm_rsm_aad(&tlsm_rec_sink, &st->rsm, in, inl);
+    else
+        tlsm_rsm_payload(&tlsm_rec_sink, &st->rsm, out, ret > 0 && outl ? *outl : 0, inl, ret > 0);
+}
+
+static inline void tlsm_rec_on_final(struct tlsm_rec_state *st, int ret)
+{
+    tlsm_rsm_final(&tlsm_rec_sink, &st->rsm, ret > 0);
+}
+
+/* EVP_Cipher on a TLS 1.2 AEAD context: returns length or -1. */
+static inline void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *out, int inl,
+                                      int ret)
+{
+    tlsm_rsm_cipher(&tlsm_rec_sink, &st->rsm, out != NULL, inl, ret);
+}
+
+void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
+uint64_t tlsm_rec_untracked(void);
+
+#endif

@@ -1,0 +1,524 @@
+/* blind.c: objects holding OpenSSL's TLS record layer that tlsmeter cannot see, found at
+ * exit from what the dynamic linker sees (flags, relocations, the GOT) and from the bytes
+ * OpenSSL always carries (its version text, its source file names), so that a stripped,
+ * hidden or -Bsymbolic vendor copy is named in the trace instead of leaving a silent zero.
+ * Also writes the forwarding table (`fwd` events): which caller object each hook sent
+ * where, the same facts LD_DEBUG=bindings shows without tlsmeter. */
+#include "forward/blind.h"
+#include "base/caps.h"
+#include "base/clock.h"
+#include "base/elfdyn.h"
+#include "base/json.h"
+#include "trace/log.h"
+#include "trace/thread.h"
+#include "forward/obj.h"
+#include "forward/resolve.h"
+#include "trace/trace.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Why an object is blind; names as written in the trace. */
+enum {
+    BL_SYMBOLIC = 1 << 0,      /* DT_SYMBOLIC / DF_SYMBOLIC: own definitions first, at link time */
+    BL_NO_EXPORTS = 1 << 1,    /* exports no OpenSSL name: calls cannot be interposed */
+    BL_NO_RELOCS = 1 << 2,     /* no JUMP_SLOT/GLOB_DAT for the record functions */
+    BL_GOT_ELSEWHERE = 1 << 3, /* relocations bound past the preload (RTLD_DEEPBIND, namespace) */
+    BL_OLD_ABI = 1 << 4,       /* OpenSSL 1.x: tlsmeter supports 3.x only */
+};
+static const char *const reason_names[] = {"symbolic", "no_exports", "no_relocs", "got_elsewhere",
+                                           "openssl_1"};
+static const char *const reason_text[] = {
+    "linked -Bsymbolic (DF_SYMBOLIC): its calls into its own OpenSSL bypass the PLT",
+    "exports no OpenSSL symbols (hidden visibility or a version script)",
+    "has no JUMP_SLOT/GLOB_DAT relocations for EVP_CipherUpdate/EVP_DecryptUpdate/EVP_Cipher",
+    "its GOT entries for the record functions are bound past tlsmeter (RTLD_DEEPBIND or "
+    "another link-map namespace)",
+    "OpenSSL 1.x: tlsmeter hooks OpenSSL 3 only and leaves this copy alone",
+};
+#define NREASONS ((int)(sizeof(reason_names) / sizeof(reason_names[0])))
+
+/* The record-level functions: an object whose TLS code calls none of them through a
+ * relocation never produces a rec event. */
+static const char *const record_fns[] = {"EVP_CipherUpdate", "EVP_DecryptUpdate", "EVP_Cipher"};
+#define NRECORD_FNS 3
+
+#define MAX_BLIND 8
+struct blind {
+    char path[512];
+    char version[64]; /* "OpenSSL 3.0.19 27 Jan 2026", "" if not found */
+    char build_id[80];
+    unsigned reasons;
+    bool noticed;                      /* OpenSSL 1.x copy obj.c already named on stderr */
+    int relocs, got_us, got_elsewhere; /* record-function relocations and where they point */
+};
+static struct blind found[MAX_BLIND];
+static int nfound;
+
+struct relocs_arg {
+    const struct link_map *lm;
+    struct blind *b;
+};
+
+/* One relocation for a record function: where does its slot point now? Into tlsmeter
+ * (seen), into the object's own definition or another object (bypassed), or back into its
+ * PLT (lazy, never called: no evidence either way). */
+static void check_slot(int name, uintptr_t slot, uintptr_t value, void *arg)
+{
+    const struct relocs_arg *a = arg;
+    struct blind *b = a->b;
+    struct dl_find_object f;
+    (void)name;
+    b->relocs++;
+    uintptr_t v = *(const uintptr_t *)slot;
+    if (tlsm_is_self((const void *)v))
+        b->got_us++;
+    else if (_dl_find_object((void *)v, &f) == 0 &&
+             (f.dlfo_link_map != a->lm || (value && v == a->lm->l_addr + value)))
+        b->got_elsewhere++;
+}
+
+struct marks {
+    bool ssl;         /* TLS record layer code (its source file name) */
+    char version[64]; /* OPENSSL_VERSION_TEXT */
+};
+
+/* "OpenSSL 3.0.19 27 Jan 2026": the version text libcrypto always carries. */
+static void find_version(const char *p, size_t n, struct marks *m)
+{
+    const char *end = p + n, *q = p;
+    while (!m->version[0] && (q = memmem(q, (size_t)(end - q), "OpenSSL ", 8))) {
+        const char *v = q + 8;
+        if (v + 3 < end && v[0] >= '0' && v[0] <= '9' && v[1] == '.' && (q == p || !q[-1])) {
+            size_t l = strnlen(q, (size_t)(end - q));
+            snprintf(m->version, sizeof(m->version), "%.*s", (int)(l < 63 ? l : 63), q);
+        }
+        q += 8;
+    }
+}
+
+static bool read_only(const ElfW(Phdr) * ph)
+{
+    return ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && !(ph->p_flags & PF_W);
+}
+
+static bool read_only_data(const ElfW(Phdr) * ph)
+{
+    return read_only(ph) && !(ph->p_flags & PF_X);
+}
+
+/* Where the string constants are. ld -z separate-code (GNU ld's default on x86_64) puts
+ * headers and dynamic symbols in a read-only segment before the code and .rodata in one
+ * after it; lld puts .rodata in its one read-only segment before the code; older linkers
+ * (-z noseparate-code) put code and constants in one R+X segment. Only the first kind of
+ * each layout is searched: the code (half of the bytes or more) never holds the marks. */
+static bool holds_strings(const struct dl_phdr_info *info, const ElfW(Phdr) * ph)
+{
+    const ElfW(Phdr) *code = NULL;
+    bool after = false, data = false;
+    if (!read_only(ph))
+        return false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *q = &info->dlpi_phdr[i];
+        if (read_only(q) && (q->p_flags & PF_X) && !code)
+            code = q;
+        data |= read_only_data(q);
+        after |= read_only_data(q) && code && q->p_vaddr > code->p_vaddr;
+    }
+    if (ph->p_flags & PF_X)
+        return !data;
+    return !after || (code && ph->p_vaddr > code->p_vaddr);
+}
+
+/* Whether needle (at most 255 bytes) is in [p, p + n): Horspool over byte pairs, so a window
+ * whose last two bytes are no pair of the needle moves on by the needle's length less one
+ * (libc's memmem hashes pairs into 256 slots, and in string-dense data most pairs collide
+ * with one of the needle's). The table is built on the first call: the needle is fixed. */
+static bool contains(const char *p, size_t n, const char *needle, size_t m)
+{
+    static uint8_t shift[1 << 16];
+    static const char *built;
+    if (m < 2 || m > 255 || n < m)
+        return m <= n && memmem(p, n, needle, m) != NULL;
+    if (built != needle) {
+        memset(shift, (int)(m - 1), sizeof(shift));
+        for (size_t j = 0; j + 1 < m; j++) {
+            uint16_t pair;
+            memcpy(&pair, needle + j, 2);
+            shift[pair] = (uint8_t)(m - 2 - j);
+        }
+        built = needle;
+    }
+    /* q: the window's last pair; one 16-bit load per step (the table is keyed the same way,
+     * so byte order does not matter). */
+    const char *q = p + m - 2, *last = p + n - 2;
+    while (q <= last) {
+        uint16_t pair;
+        memcpy(&pair, q, 2);
+        uint8_t s = shift[pair];
+        if (s)
+            q += s;
+        else if (!memcmp(q - (m - 2), needle, m))
+            return true;
+        else
+            q++;
+    }
+    return false;
+}
+
+/* The bytes of a string-holding segment worth searching: up to the unwind tables
+ * (PT_GNU_EH_FRAME: .eh_frame_hdr, then .eh_frame and .gcc_except_table follow .rodata in
+ * the same segment, a third of its bytes and never a string constant). */
+static size_t string_bytes(const struct dl_phdr_info *info, const ElfW(Phdr) * ph)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *q = &info->dlpi_phdr[i];
+        if (q->p_type == PT_GNU_EH_FRAME && q->p_vaddr > ph->p_vaddr &&
+            q->p_vaddr < ph->p_vaddr + ph->p_filesz)
+            return (size_t)(q->p_vaddr - ph->p_vaddr);
+    }
+    return ph->p_filesz;
+}
+
+/* Read-only loaded segments only: that is where string constants live. The version text
+ * is looked for only in objects that hold the record layer: this scan runs at every
+ * traced program's exit, over every loaded library. */
+static void scan_marks(const struct dl_phdr_info *info, struct marks *m)
+{
+    static const char ssl_mark[] = "ssl/record/rec_layer_s3.c";
+    for (int i = 0; i < info->dlpi_phnum && !m->ssl; i++)
+        if (holds_strings(info, &info->dlpi_phdr[i]))
+            m->ssl =
+                contains((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                         string_bytes(info, &info->dlpi_phdr[i]), ssl_mark, sizeof(ssl_mark) - 1);
+    for (int i = 0; i < info->dlpi_phnum && m->ssl; i++)
+        if (holds_strings(info, &info->dlpi_phdr[i]))
+            find_version((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                         info->dlpi_phdr[i].p_filesz, m);
+}
+
+static bool exports_openssl(const char *path, uintptr_t start, uintptr_t end)
+{
+    static const char *const names[] = {"SSL_read", "SSL_CTX_new", "EVP_CipherUpdate"};
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    bool yes = false;
+    for (size_t i = 0; h && !yes && i < sizeof(names) / sizeof(names[0]); i++) {
+        uintptr_t p = (uintptr_t)dlsym(h, names[i]);
+        yes = p >= start && p < end;
+    }
+    if (h)
+        tlsm_real_dlclose(h);
+    return yes;
+}
+
+static void object_path(const struct dl_phdr_info *info, char *buf, size_t cap)
+{
+    if (info->dlpi_name && info->dlpi_name[0]) {
+        snprintf(buf, cap, "%s", info->dlpi_name);
+        return;
+    }
+    ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+    buf[n > 0 ? n : 0] = 0;
+}
+
+/* Judge one object that holds the TLS record layer: which reasons make it blind. */
+static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm,
+                      const struct marks *m, struct blind *b)
+{
+    struct dl_find_object f;
+    struct relocs_arg ra = {lm, b};
+    unsigned r = 0;
+    tlsm_elf_slots(lm, record_fns, NRECORD_FNS, check_slot, &ra);
+    if ((m->version[0] && !strncmp(m->version, "OpenSSL 1.", 10)) || tlsm_obj_old_abi(lm))
+        r |= BL_OLD_ABI;
+    if (tlsm_elf_flags(lm).symbolic)
+        r |= BL_SYMBOLIC;
+    if (_dl_find_object((void *)lm->l_ld, &f) == 0 &&
+        !exports_openssl(info->dlpi_name[0] ? info->dlpi_name : NULL, (uintptr_t)f.dlfo_map_start,
+                         (uintptr_t)f.dlfo_map_end))
+        r |= BL_NO_EXPORTS;
+    if (!b->relocs)
+        r |= BL_NO_RELOCS;
+    else if (b->got_elsewhere && !b->got_us)
+        r |= BL_GOT_ELSEWHERE;
+    return r;
+}
+
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct marks m = {0};
+    struct dl_find_object f;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    /* tlsmeter itself, its backend copies (memfd), the vDSO. */
+    if (!strncmp(name, "/proc/self/fd/", 14) || !strncmp(name, "linux-vdso", 10) ||
+        !strncmp(name, "linux-gate", 10) || nfound >= MAX_BLIND)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD &&
+            tlsm_is_self((const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr)))
+            return 0;
+    if (!info->dlpi_phnum ||
+        _dl_find_object((void *)(info->dlpi_addr + info->dlpi_phdr[0].p_vaddr), &f) != 0 ||
+        !f.dlfo_link_map)
+        return 0;
+    /* A libcrypto our hooks forward into holds no record layer: skip its megabytes of
+     * constants. Objects with libssl code are always scanned: exported SSL_read does not
+     * mean its record decryption is visible (-Bsymbolic). */
+    if (tlsm_obj_crypto_only(f.dlfo_link_map))
+        return 0;
+    scan_marks(info, &m);
+    if (!m.ssl)
+        return 0;
+    struct blind *b = &found[nfound];
+    memset(b, 0, sizeof(*b));
+    b->reasons = judge(info, f.dlfo_link_map, &m, b);
+    if (!b->reasons)
+        return 0;
+    object_path(info, b->path, sizeof(b->path));
+    const char *old = tlsm_obj_old_abi(f.dlfo_link_map);
+    b->noticed = old != NULL;
+    snprintf(b->version, sizeof(b->version), "%s", m.version[0] || !old ? m.version : old);
+    tlsm_build_id(f.dlfo_link_map, b->build_id, sizeof(b->build_id));
+    nfound++;
+    return 0;
+}
+
+static void reasons_json(unsigned r, char *buf, size_t cap, bool text)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < NREASONS && n < cap; i++)
+        if (r & (1u << i))
+            n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", n > 1 ? "," : "",
+                                  text ? reason_text[i] : reason_names[i]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+/* Plain-words summary of the reasons, for the stderr notice. */
+static void reasons_words(unsigned r, char *buf, size_t cap)
+{
+    static const char *const words[] = {"linked -Bsymbolic", "no exported OpenSSL symbols",
+                                        "no PLT relocations for the record functions",
+                                        "GOT bound past tlsmeter", "OpenSSL 1.x"};
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < NREASONS && n < cap; i++)
+        if (r & (1u << i))
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", words[i]);
+}
+
+static void write_blind_event(const struct blind *b)
+{
+    char line[TLSM_LINE_MAX], names[160], text[1024];
+    struct tlsm_json j;
+    reasons_json(b->reasons, names, sizeof(names), false);
+    reasons_json(b->reasons, text, sizeof(text), true);
+    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
+    tlsm_json_str(&j, "path", b->path);
+    tlsm_json_str(&j, "build_id", b->build_id);
+    tlsm_json_str(&j, "version", b->version);
+    tlsm_json_str(&j, "what", "tls");
+    tlsm_json_raw(&j, "reasons", names);
+    tlsm_json_raw(&j, "why", text);
+    tlsm_json_int(&j, "record_relocs", b->relocs);
+    tlsm_json_int(&j, "got_tlsmeter", b->got_us);
+    tlsm_json_int(&j, "got_elsewhere", b->got_elsewhere);
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+/* kTLS receive, per instance: connections whose records the kernel decrypted. */
+#define MAX_KTLS 8
+static struct {
+    struct tlsm_obj *_Atomic lib;
+    _Atomic int conns;
+} ktls_libs[MAX_KTLS];
+
+/* The slot of lib (claimed on first use); NULL when all are taken by other instances. */
+static _Atomic int *ktls_count(struct tlsm_obj *lib, bool *first)
+{
+    for (int i = 0; i < MAX_KTLS; i++) {
+        struct tlsm_obj *cur = NULL;
+        *first = atomic_compare_exchange_strong(&ktls_libs[i].lib, &cur, lib);
+        if (*first || cur == lib)
+            return &ktls_libs[i].conns;
+    }
+    return NULL;
+}
+
+static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
+{
+    char line[TLSM_LINE_MAX], bid[80];
+    struct tlsm_json j;
+    tlsm_build_id(lib->lm, bid, sizeof(bid));
+    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
+    tlsm_json_int(&j, "tid", tlsm_th.tid);
+    tlsm_json_int(&j, "conn", conn);
+    tlsm_json_int(&j, "lib", lib->lib_id);
+    tlsm_json_str(&j, "path", lib->path);
+    tlsm_json_str(&j, "build_id", bid);
+    tlsm_json_str(&j, "version", lib->version);
+    tlsm_json_str(&j, "what", "ktls");
+    tlsm_json_raw(&j, "reasons", "[\"ktls\"]");
+    tlsm_json_raw(&j, "why",
+                  "[\"kernel TLS receive: the kernel decrypts this connection's "
+                  "records, no EVP call is made\"]");
+    size_t n = tlsm_json_end(&j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn)
+{
+    const struct tlsm_api *a = lib ? &lib->api : NULL;
+    if (!a || !a->SSL_get_rbio || !a->BIO_ctrl || !a->BIO_method_type)
+        return;
+    tlsm_th.guard++;
+    BIO *rbio = a->SSL_get_rbio(ssl);
+    /* BIO_get_ktls_recv(b) is this call in OpenSSL 3 (a macro; 0 when built without kTLS).
+     * Only on OpenSSL's own socket BIO (the only one kTLS runs on): a program's own BIO
+     * type would see a ctrl call it never asked for. */
+    long on = rbio && a->BIO_method_type(rbio) == BIO_TYPE_SOCKET
+                  ? a->BIO_ctrl(rbio, BIO_CTRL_GET_KTLS_RECV, 0, NULL)
+                  : 0;
+    tlsm_th.guard--;
+    bool first;
+    _Atomic int *count = on > 0 ? ktls_count(lib, &first) : NULL;
+    if (!count)
+        return;
+    atomic_fetch_add(count, 1);
+    if (first)
+        tlsm_warn("%s receives with kernel TLS (kTLS): the kernel decrypts those connections' "
+                  "records, their crypto cost is not in the trace",
+                  lib->path);
+    if (tlsm_trace_ready())
+        write_ktls_event(lib, conn);
+}
+
+/* The forwarding cache as (caller object, target object, functions) triples. */
+#define MAX_PAIRS (TLSM_FN_COUNT * TLSM_FWD_SLOTS)
+struct fwd_pair {
+    struct tlsm_obj *from, *to;
+    uint64_t fns;
+};
+static struct fwd_pair pairs[MAX_PAIRS];
+
+static int collect_pairs(void)
+{
+    int np = 0;
+    for (int id = 0; id < TLSM_FN_COUNT; id++) {
+        struct tlsm_hook *h = &tlsm_hooks[id];
+        int n = atomic_load(&h->nslots);
+        for (int s = 0; s < n; s++) {
+            const struct tlsm_fwd_entry *e = atomic_load(&h->slot[s]);
+            struct tlsm_obj *c = e ? tlsm_obj_of((const void *)e->start) : NULL;
+            struct tlsm_obj *t = e ? e->target : NULL;
+            if (!c || !t || !t->lib_id) /* only forwards into OpenSSL instances */
+                continue;
+            int k = 0;
+            while (k < np && !(pairs[k].from == c && pairs[k].to == t))
+                k++;
+            if (k == np)
+                pairs[np++] = (struct fwd_pair){c, t, 0};
+            pairs[k].fns |= 1ull << id;
+        }
+    }
+    return np;
+}
+
+static void write_fwd_event(const struct fwd_pair *p)
+{
+    char line[TLSM_LINE_MAX], list[1024];
+    size_t n = (size_t)snprintf(list, sizeof(list), "[");
+    for (int id = 0; id < TLSM_FN_COUNT && n < sizeof(list); id++)
+        if (p->fns & (1ull << id))
+            n += (size_t)snprintf(list + n, sizeof(list) - n, "%s\"%s\"", n > 1 ? "," : "",
+                                  tlsm_hooks[id].name);
+    if (n >= sizeof(list) - 1)
+        return;
+    snprintf(list + n, sizeof(list) - n, "]");
+    struct tlsm_json j;
+    tlsm_json_begin(&j, line, sizeof(line), "fwd");
+    tlsm_json_str(&j, "from", p->from->path);
+    tlsm_json_int(&j, "lib", p->to->lib_id);
+    tlsm_json_str(&j, "to", p->to->path);
+    tlsm_json_raw(&j, "fns", list);
+    size_t len = tlsm_json_end(&j, line);
+    if (len)
+        tlsm_trace_line(line, len);
+}
+
+void tlsm_blind_at_exit(void)
+{
+    char words[256];
+    tlsm_blind_calls_at_exit(); /* these two write their own events */
+    tlsm_other_at_exit();
+    nfound = 0;
+    dl_iterate_phdr(scan_cb, NULL);
+    for (int i = 0; i < nfound; i++) {
+        const struct blind *b = &found[i];
+        if (b->noticed && b->reasons == BL_OLD_ABI)
+            continue; /* one notice per problem: obj.c gave it */
+        reasons_words(b->reasons, words, sizeof(words));
+        tlsm_warn("%s holds %s TLS code tlsmeter cannot see (%s): its records are not in the "
+                  "trace",
+                  b->path, b->version[0] ? b->version : "OpenSSL", words);
+    }
+    int np = collect_pairs();
+    /* Forwards into an instance opened the trace already (its lib event); blind objects
+     * open it here: a process whose only TLS is blind still gets a trace that says so. */
+    if ((!nfound && !np) || !tlsm_trace_ready())
+        return;
+    for (int i = 0; i < nfound; i++)
+        write_blind_event(&found[i]);
+    for (int k = 0; k < np; k++)
+        write_fwd_event(&pairs[k]);
+}
+
+/* `"path":"..."` through the JSON escaper (a one-key event minus its wrapper), "" if too long. */
+const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap)
+{
+    struct tlsm_json j;
+    tlsm_json_begin(&j, buf, cap, "x");
+    tlsm_json_str(&j, "path", p);
+    size_t n = tlsm_json_end(&j, buf);
+    if (n < 2)
+        return "";
+    buf[n - 2] = 0; /* drop "}\n" */
+    return buf + strlen("{\"ev\":\"x\",");
+}
+
+size_t tlsm_blind_end_json(char *buf, size_t cap)
+{
+    char path[600], names[160];
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < nfound && n < cap; i++) {
+        const char *pm = tlsm_blind_path_member(found[i].path, path, sizeof(path));
+        reasons_json(found[i].reasons, names, sizeof(names), false);
+        if (*pm)
+            n += (size_t)snprintf(buf + n, cap - n, "%s{%s,\"what\":\"tls\",\"reasons\":%s}",
+                                  n > 1 ? "," : "", pm, names);
+    }
+    for (int i = 0; i < MAX_KTLS && n < cap; i++) {
+        const struct tlsm_obj *lib = atomic_load(&ktls_libs[i].lib);
+        const char *pm = lib ? tlsm_blind_path_member(lib->path, path, sizeof(path)) : "";
+        if (*pm)
+            n += (size_t)snprintf(buf + n, cap - n,
+                                  "%s{%s,\"what\":\"ktls\",\"reasons\":[\"ktls\"],\"conns\":%d}",
+                                  n > 1 ? "," : "", pm, atomic_load(&ktls_libs[i].conns));
+    }
+    if (n < cap)
+        n += tlsm_blind_calls_end_json(buf + n, cap - n, n > 1);
+    if (n < cap)
+        n += tlsm_other_end_json(buf + n, cap - n, n > 1);
+    if (n < cap)
+        n += (size_t)snprintf(buf + n, cap - n, "]");
+    return n < cap ? n : 0;
+}

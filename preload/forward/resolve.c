@@ -1,0 +1,249 @@
+/* resolve.c: emulate the dynamic linker for forwarding. For a call from object C to name:
+ * 1. the version C's reference asks for (its .gnu.version_r), looked up after us in the
+ *    global scope (dlvsym/dlsym RTLD_NEXT) — two versioned OpenSSL copies stay apart;
+ * 2. failing that, C's own scope (dlopen(C, RTLD_NOLOAD)): Python's _ssl loads libssl
+ *    RTLD_LOCAL, invisible to RTLD_NEXT;
+ * 3. never our own hook. Answers are cached per (function, caller object). */
+#include "forward/resolve.h"
+#include "trace/log.h"
+#include "forward/obj.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+
+struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT] = {
+#define X(n, fam, req) [TLSM_FN_##n] = {.name = #n, .family = #fam[0], .required = req},
+#include "base/hooks.def"
+#undef X
+};
+
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+uintptr_t tlsm_self_start, tlsm_self_end;
+__thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+static __typeof__(&dlclose) libc_dlclose;
+
+bool tlsm_is_self(const void *addr)
+{
+    return (uintptr_t)addr >= tlsm_self_start && (uintptr_t)addr < tlsm_self_end;
+}
+
+int tlsm_real_dlclose(void *handle)
+{
+    /* Resolved on first use too: the program's own library constructors run before ours
+     * and may already dlclose. */
+    __typeof__(&dlclose) f = __atomic_load_n(&libc_dlclose, __ATOMIC_ACQUIRE);
+    if (!f) {
+        f = (__typeof__(&dlclose))dlsym(RTLD_NEXT, "dlclose");
+        __atomic_store_n(&libc_dlclose, f, __ATOMIC_RELEASE);
+    }
+    return f ? f(handle) : -1;
+}
+
+void tlsm_resolve_init(void)
+{
+    struct dl_find_object f;
+    if (_dl_find_object((void *)&tlsm_resolve_init, &f) == 0) {
+        tlsm_self_start = (uintptr_t)f.dlfo_map_start;
+        tlsm_self_end = (uintptr_t)f.dlfo_map_end;
+    }
+    libc_dlclose = (__typeof__(&dlclose))dlsym(RTLD_NEXT, "dlclose");
+}
+
+/* An address inside o, to resolve a tail call as o's own call. */
+const void *tlsm_obj_addr(const struct tlsm_obj *o)
+{
+    return (const void *)o->start;
+}
+
+static void *usable(void *p)
+{
+    return p && !tlsm_is_self(p) ? p : NULL;
+}
+
+/* Issue 7: is p an unversioned definition that a versioned reference accepts? The linker
+ * binds a reference to name@VER to the first definition in scope order that either has
+ * version VER or is unversioned in an object that defines no versions of its own. */
+static bool unversioned_def(void *p, struct link_map **lm)
+{
+    const ElfW(Sym) *sym = NULL;
+    Dl_info info;
+    const ElfW(Sym) *symtab = NULL;
+    const ElfW(Half) *versym = NULL;
+    bool verdef = false;
+    if (!dladdr1(p, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+        !dladdr1(p, &info, (void **)lm, RTLD_DL_LINKMAP) || !*lm)
+        return false;
+    for (const ElfW(Dyn) *e = (*lm)->l_ld; e && e->d_tag != DT_NULL; e++) {
+        uintptr_t v = e->d_un.d_ptr < (*lm)->l_addr ? (*lm)->l_addr + e->d_un.d_ptr : e->d_un.d_ptr;
+        if (e->d_tag == DT_SYMTAB)
+            symtab = (const void *)v;
+        else if (e->d_tag == DT_VERSYM)
+            versym = (const void *)v;
+        else if (e->d_tag == DT_VERDEF)
+            verdef = true;
+    }
+    if (!versym)
+        return true;
+    return !verdef && symtab && (versym[sym - symtab] & 0x7fff) == 1;
+}
+
+/* Does object a come before object b in load (= global scope) order? */
+static bool loaded_before(const struct link_map *a, const struct link_map *b)
+{
+    for (const struct link_map *m = a; m; m = m->l_next)
+        if (m == b)
+            return true;
+    return false;
+}
+
+/* dlvsym looks a version up as "hidden", so it never returns an unversioned definition;
+ * the linker does (an embedded OpenSSL built without symbol versions, loaded first,
+ * interposes the system libssl/libcrypto for every caller). Ask both ways and keep what
+ * the linker would: the unversioned definition when it comes first in scope order. */
+static void *lookup_next(const char *name, const char *ver)
+{
+    if (!ver)
+        return usable(dlsym(RTLD_NEXT, name));
+    void *v = usable(dlvsym(RTLD_NEXT, name, ver));
+    void *d = usable(dlsym(RTLD_NEXT, name));
+    struct link_map *dlm = NULL, *vlm = NULL;
+    Dl_info info;
+    if (!d || d == v || !unversioned_def(d, &dlm))
+        return v;
+    if (v && (!dladdr1(v, &info, (void **)&vlm, RTLD_DL_LINKMAP) || !loaded_before(dlm, vlm)))
+        return v;
+    return d;
+}
+
+static void *lookup_in_scope(const struct tlsm_obj *caller, const char *name, const char *ver)
+{
+    const char *path = caller->lm->l_name[0] ? caller->lm->l_name : NULL;
+    void *h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *p = usable(ver ? dlvsym(h, name, ver) : dlsym(h, name));
+    if (!p && ver) /* e.g. a reference to a version the scope defines only as default */
+        p = usable(dlsym(h, name));
+    tlsm_real_dlclose(h);
+    return p;
+}
+
+/* Last resort for callers we cannot place (JIT code, no object): any loaded definition. */
+struct any_search {
+    const char *name;
+    void *found;
+};
+
+static int any_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct any_search *s = arg;
+    void *h = info->dlpi_name[0] ? dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (!h)
+        return 0;
+    s->found = usable(dlsym(h, s->name));
+    tlsm_real_dlclose(h);
+    return s->found != NULL;
+}
+
+static void *lookup_anywhere(const char *name)
+{
+    struct any_search s = {name, NULL};
+    void *p = usable(dlsym(RTLD_DEFAULT, name));
+    if (p)
+        return p;
+    dl_iterate_phdr(any_cb, &s);
+    return s.found;
+}
+
+/* Entries come from a fixed pool and are never freed: each dlclose that forgets a few
+ * costs a few more; when the pool is gone, calls still resolve, uncached. */
+#define ENTRY_POOL 4096
+static struct tlsm_fwd_entry entry_pool[ENTRY_POOL];
+static int entries_used;
+
+static void cache(enum tlsm_fn id, const struct tlsm_obj *caller, struct tlsm_fwd fwd)
+{
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    pthread_mutex_lock(&slot_lock);
+    int n = atomic_load_explicit(&h->nslots, memory_order_relaxed), i = 0;
+    while (i < n && atomic_load_explicit(&h->slot[i], memory_order_relaxed))
+        i++;
+    if (i < TLSM_FWD_SLOTS && entries_used < ENTRY_POOL) {
+        struct tlsm_fwd_entry *e = &entry_pool[entries_used++];
+        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd.fn, fwd.target};
+        atomic_store_explicit(&h->slot[i], e, memory_order_release);
+        if (i == n)
+            atomic_store_explicit(&h->nslots, n + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&slot_lock);
+}
+
+struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
+{
+    const char *name = tlsm_hooks[id].name;
+    struct tlsm_obj *caller = tlsm_obj_of(ra);
+    struct tlsm_fwd fwd = {NULL, NULL};
+    if (caller) {
+        const char *ver = caller->want[id];
+        fwd.fn = lookup_next(name, ver);
+        if (!fwd.fn)
+            fwd.fn = lookup_in_scope(caller, name, ver);
+    }
+    if (!fwd.fn)
+        fwd.fn = lookup_anywhere(name);
+    if (!fwd.fn) {
+        /* Cannot happen for a real caller: the linker bound its call to us because some
+         * object defines the name. Say so once per function; the hook fails the call. */
+        static _Atomic uint64_t warned;
+        if (!(atomic_fetch_or(&warned, 1ull << id) & (1ull << id)))
+            tlsm_warn("no real %s found for a caller in %s", name, caller ? caller->path : "?");
+        return fwd;
+    }
+    fwd.target = tlsm_obj_of(fwd.fn);
+    if (fwd.target) {
+        atomic_fetch_or(&fwd.target->hooks_into, 1ull << id);
+        tlsm_obj_describe(fwd.target);
+    }
+    if (caller)
+        cache(id, caller, fwd);
+    return fwd;
+}
+
+/* Is [start, end) still one loaded object's range? */
+static bool range_alive(uintptr_t start, uintptr_t end)
+{
+    struct dl_find_object f;
+    return _dl_find_object((void *)start, &f) == 0 && (uintptr_t)f.dlfo_map_start == start &&
+           (uintptr_t)f.dlfo_map_end == end;
+}
+
+/* After a dlclose: forget only the answers whose caller or target object went away (one
+ * atomic store each), so a program that loads and unloads plugins in a loop keeps its
+ * cache and its object registry small. */
+void tlsm_resolve_invalidate(void)
+{
+    tlsm_obj_mark_stale();
+    pthread_mutex_lock(&slot_lock);
+    for (int i = 0; i < TLSM_FN_COUNT; i++) {
+        struct tlsm_hook *h = &tlsm_hooks[i];
+        int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
+        for (int k = 0; k < n; k++) {
+            struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[k], memory_order_relaxed);
+            if (e && ((e->target && e->target->stale) || !range_alive(e->start, e->end)))
+                atomic_store_explicit(&h->slot[k], NULL, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&slot_lock);
+}
+
+/* fork(): held across it so the child never inherits this lock taken by a thread that
+ * does not exist there (main.c takes every lock in one fixed order). */
+void tlsm_resolve_atfork(bool take)
+{
+    if (take)
+        pthread_mutex_lock(&slot_lock);
+    else
+        pthread_mutex_unlock(&slot_lock);
+}

@@ -1,0 +1,94 @@
+/* resolve.h: find the real function a hooked call would have reached without us,
+ * the way the dynamic linker would: per caller object, honouring symbol versions. */
+#ifndef TLSM_RESOLVE_H
+#define TLSM_RESOLVE_H
+
+#include "base/fn.h"
+#include "trace/thread.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_obj;
+
+/* Where one caller object's calls to one function go. Entries are immutable once
+ * published and never reused: a reader may hold one while it is being unpublished. */
+struct tlsm_fwd_entry {
+    uintptr_t start, end; /* caller object's address range */
+    void *fn;
+    struct tlsm_obj *target; /* object that defines fn */
+};
+
+#define TLSM_FWD_SLOTS 16
+
+struct tlsm_hook {
+    const char *name;
+    char family;
+    bool required;
+    _Atomic int nslots;                                  /* slots ever used: a bound for the scan */
+    struct tlsm_fwd_entry *_Atomic slot[TLSM_FWD_SLOTS]; /* NULL: free or forgotten */
+};
+
+extern struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT];
+
+struct tlsm_fwd {
+    void *fn;
+    struct tlsm_obj *target;
+};
+
+struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
+
+/* libtlsmeter.so's own address range. */
+extern uintptr_t tlsm_self_start, tlsm_self_end;
+/* The object this thread last forwarded a call into (issue 7). A hooked call whose return
+ * address lies inside libtlsmeter is a tail call made by the real function a hook just
+ * called (EVP_CipherUpdate -> jmp EVP_DecryptUpdate@plt, SSL_connect -> SSL_do_handshake):
+ * the linker would have bound it as a call of that object, so resolve it as one. Taking
+ * the hook's own return address instead sent a RTLD_LOCAL system libcrypto's tail calls
+ * to whichever copy came first in the global scope (a vendor's). */
+extern __thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+const void *tlsm_obj_addr(const struct tlsm_obj *o);
+
+static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *caller)
+{
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        const struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+        if (e && (uintptr_t)caller - e->start < e->end - e->start)
+            return (struct tlsm_fwd){e->fn, e->target};
+    }
+    return tlsm_resolve_slow(id, caller);
+}
+
+/* Hot path: a few compares against the caller objects already seen for this function. */
+static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
+{
+    if ((uintptr_t)caller - tlsm_self_start < tlsm_self_end - tlsm_self_start && tlsm_fwd_last)
+        caller = tlsm_obj_addr(tlsm_fwd_last);
+    struct tlsm_fwd f = tlsm_forward_at(id, caller);
+    if (f.target)
+        tlsm_fwd_last = f.target;
+    return f;
+}
+
+/* The real function, typed like the OpenSSL declaration: REAL(SSL_read, ra). */
+#define TLSM_REAL(name, fwd) ((__typeof__(&name))(fwd).fn)
+
+/* Objects were unloaded: forget the cached answers whose caller or target went away. */
+void tlsm_resolve_invalidate(void);
+/* libc's dlclose, for tlsmeter's own use (our exported dlclose is a hook). */
+int tlsm_real_dlclose(void *handle);
+/* Does this address lie in libtlsmeter.so itself? */
+bool tlsm_is_self(const void *addr);
+void tlsm_resolve_init(void);
+void tlsm_resolve_atfork(bool take);
+
+/* Resolve and count. A function with no real definition anywhere cannot be forwarded:
+ * the hook then fails the call the way a missing function would (ENOSYS). */
+#define TLSM_HOOK_ENTER(name, fwd)                                                                 \
+    struct tlsm_fwd fwd = tlsm_forward(TLSM_FN_##name, __builtin_return_address(0));               \
+    tlsm_th.calls[TLSM_FN_##name]++
+
+#endif

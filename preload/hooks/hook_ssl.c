@@ -1,0 +1,200 @@
+/* hook_ssl.c: libssl entry points: reads (SSL_read*, SSL_peek*), handshakes, SSL_free. */
+#include "base/clock.h"
+#include "core/conn.h"
+#include "hooks/hook.h"
+
+#include <openssl/ssl.h>
+
+/* One body for the four read calls; `ex` variants report bytes through *rb. */
+static int traced_read(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size_t num,
+                       int64_t want, size_t *rb, const void *site)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    th->site = site;
+    struct tlsm_conn_scope sc;
+    int ret;
+    th->ssl_depth++;
+    tlsm_conn_enter(&sc, s, f.target);
+    uint64_t t0 = tlsm_now();
+    tlsm_read_begin(&sc, t0);
+    switch (id) {
+    case TLSM_FN_SSL_read:
+        ret = TLSM_REAL(SSL_read, f)(s, buf, (int)num);
+        break;
+    case TLSM_FN_SSL_peek:
+        ret = TLSM_REAL(SSL_peek, f)(s, buf, (int)num);
+        break;
+    case TLSM_FN_SSL_read_ex:
+        ret = TLSM_REAL(SSL_read_ex, f)(s, buf, num, rb);
+        break;
+    default:
+        ret = TLSM_REAL(SSL_peek_ex, f)(s, buf, num, rb);
+        break;
+    }
+    uint64_t t1 = tlsm_now();
+    int saved = errno;
+    int64_t got = ret;
+    if (id == TLSM_FN_SSL_read_ex || id == TLSM_FN_SSL_peek_ex)
+        got = ret == 1 && rb ? (int64_t)*rb : 0;
+    tlsm_read_end(&sc, s, tlsm_hooks[id].name, want, ret, got, t0, t1);
+    tlsm_conn_leave(&sc);
+    th->site = NULL;
+    th->ssl_depth--;
+    errno = saved;
+    return ret;
+}
+
+/* Forwarded untraced: set-up not finished, our own call, nested in another SSL_* hook, or
+ * an OpenSSL 1.x copy (left alone: its ABI is not the one tlsmeter speaks). */
+static inline __attribute__((always_inline)) bool untraced_ssl(struct tlsm_fwd f)
+{
+    return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth || (f.target && f.target->old_abi);
+}
+
+/* The int-sized calls pass num through size_t and back unchanged: the program's exact
+ * arguments are forwarded, even a negative num. */
+TLSM_EXPORT int SSL_read(SSL *s, void *buf, int num)
+{
+    TLSM_HOOK_ENTER(SSL_read, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_read, f)(s, buf, num);
+    return traced_read(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL,
+                       __builtin_return_address(0));
+}
+
+TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
+{
+    TLSM_HOOK_ENTER(SSL_peek, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_peek, f)(s, buf, num);
+    return traced_read(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL,
+                       __builtin_return_address(0));
+}
+
+TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
+{
+    TLSM_HOOK_ENTER(SSL_read_ex, f);
+    if (!f.fn)
+        return errno = ENOSYS, 0;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_read_ex, f)(s, buf, num, readbytes);
+    return traced_read(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes,
+                       __builtin_return_address(0));
+}
+
+TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
+{
+    TLSM_HOOK_ENTER(SSL_peek_ex, f);
+    if (!f.fn)
+        return errno = ENOSYS, 0;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_peek_ex, f)(s, buf, num, readbytes);
+    return traced_read(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes,
+                       __builtin_return_address(0));
+}
+
+static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *site)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    th->site = site;
+    struct tlsm_conn_scope sc;
+    int ret;
+    th->ssl_depth++;
+    tlsm_conn_enter(&sc, s, f.target);
+    uint64_t t0 = tlsm_now();
+    switch (id) {
+    case TLSM_FN_SSL_connect:
+        ret = TLSM_REAL(SSL_connect, f)(s);
+        break;
+    case TLSM_FN_SSL_accept:
+        ret = TLSM_REAL(SSL_accept, f)(s);
+        break;
+    default:
+        ret = TLSM_REAL(SSL_do_handshake, f)(s);
+        break;
+    }
+    uint64_t t1 = tlsm_now();
+    int saved = errno;
+    tlsm_conn_handshake_done(&sc, s, t0, t1, ret);
+    tlsm_conn_leave(&sc);
+    th->site = NULL;
+    th->ssl_depth--;
+    errno = saved;
+    return ret;
+}
+
+#define HANDSHAKE_HOOK(name)                                                                       \
+    TLSM_EXPORT int name(SSL *s)                                                                   \
+    {                                                                                              \
+        TLSM_HOOK_ENTER(name, f);                                                                  \
+        if (!f.fn)                                                                                 \
+            return errno = ENOSYS, -1;                                                             \
+        if (untraced_ssl(f))                                                                       \
+            return TLSM_REAL(name, f)(s);                                                          \
+        return traced_handshake(TLSM_FN_##name, f, s, __builtin_return_address(0));                \
+    }
+
+HANDSHAKE_HOOK(SSL_do_handshake)
+HANDSHAKE_HOOK(SSL_connect)
+HANDSHAKE_HOOK(SSL_accept)
+
+TLSM_EXPORT void SSL_free(SSL *s)
+{
+    TLSM_HOOK_ENTER(SSL_free, f);
+    if (!f.fn)
+        return;
+    if (tlsm_tracing(&tlsm_th)) {
+        int saved = errno;
+        tlsm_conn_free(s);
+        errno = saved;
+    }
+    TLSM_REAL(SSL_free, f)(s);
+}
+
+/* Writes are not traced (tlsmeter measures decryption), but a write may drive the
+ * handshake (openssl s_client does): its records then belong to this connection. */
+static int traced_write(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *buf, size_t num,
+                        size_t *written)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_scope sc;
+    int ret;
+    th->ssl_depth++;
+    tlsm_conn_enter(&sc, s, f.target);
+    uint64_t t0 = tlsm_now();
+    if (id == TLSM_FN_SSL_write)
+        ret = TLSM_REAL(SSL_write, f)(s, buf, (int)num);
+    else
+        ret = TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
+    uint64_t t1 = tlsm_now();
+    int saved = errno;
+    tlsm_conn_implicit_handshake(&sc, s, t0, t1);
+    tlsm_conn_leave(&sc);
+    th->ssl_depth--;
+    errno = saved;
+    return ret;
+}
+
+TLSM_EXPORT int SSL_write(SSL *s, const void *buf, int num)
+{
+    TLSM_HOOK_ENTER(SSL_write, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_write, f)(s, buf, num);
+    return traced_write(TLSM_FN_SSL_write, f, s, buf, (size_t)num, NULL);
+}
+
+TLSM_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
+{
+    TLSM_HOOK_ENTER(SSL_write_ex, f);
+    if (!f.fn)
+        return errno = ENOSYS, 0;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
+    return traced_write(TLSM_FN_SSL_write_ex, f, s, buf, num, written);
+}

@@ -1,0 +1,74 @@
+/* thread.h: everything the preload keeps per thread, in one struct (initial-exec TLS,
+ * so reaching it costs one instruction on the hot path). */
+#ifndef TLSM_THREAD_H
+#define TLSM_THREAD_H
+
+#include "base/fn.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct tlsm_tbuf;
+struct tlsm_conn_state;
+struct perf_event_mmap_page;
+struct rseq;
+struct tlsm_rsm_ctx;
+
+struct tlsm_thread {
+    int tid;
+    bool started;  /* tid known, exit handler registered */
+    bool exiting;  /* past its exit handler: hooks only forward (nothing would flush) */
+    int guard;     /* > 0 while tlsmeter itself calls OpenSSL: do not trace that */
+    int ssl_depth; /* nesting of SSL_* hooks (SSL_connect -> SSL_do_handshake) */
+    int evp_depth; /* nesting of EVP hooks (EVP_CipherUpdate -> EVP_DecryptUpdate) */
+    uint32_t conn; /* connection of the innermost SSL_* hook, 0 outside */
+    struct tlsm_conn_state *conn_state;
+    /* The SSL_read* call in progress, if any. */
+    bool in_read;
+    const void *site; /* return address of the outermost SSL_* hook: the call site */
+    uint64_t read_id;
+    uint32_t read_recs;
+    uint32_t read_preempt;   /* of those, records flagged as switched out */
+    uint64_t read_crypto_ns; /* sum of the records' crypto_ns */
+    /* The tracked context whose data call (Update, Final, EVP_Cipher) runs now with a record
+     * open: GCM inner calls on this thread belong to that record (hook_gcm.c). Saved and restored
+     * around the call, so a nested one on another context does not mix them. */
+    struct tlsm_rsm_ctx *rec_cur;
+    /* On-CPU time (cputime.c): the thread's method, set up at its first record (where its
+     * clock stood when a record began is the record's, struct tlsm_rsm_mark). */
+    uint8_t cpu_kind; /* enum tlsm_cpu_kind */
+    const volatile struct perf_event_mmap_page *cpu_page;
+    struct rseq *cpu_rseq;
+    struct tlsm_tbuf *buf;
+    uint64_t calls[TLSM_FN_COUNT];
+};
+
+extern __thread struct tlsm_thread tlsm_th __attribute__((tls_model("initial-exec")));
+
+/* First use on a thread: learn the tid, register the flush-at-thread-exit handler. */
+void tlsm_thread_start(struct tlsm_thread *th);
+/* Sum of a hook's calls over live and exited threads. */
+uint64_t tlsm_thread_calls(int fn);
+/* Every hook's count at once: one pass over the live threads (the end line's hooks). */
+void tlsm_thread_calls_all(uint64_t out[TLSM_FN_COUNT]);
+void tlsm_thread_init(void);
+void tlsm_thread_atfork_child(void);
+void tlsm_thread_atfork(bool take);
+
+/* An interposed function: exported from libtlsmeter.so, never inlined into another. */
+#define TLSM_EXPORT __attribute__((visibility("default"), noinline))
+
+/* Set once the constructor finished and tracing is on; cleared on quiet and at exit. */
+extern _Atomic bool tlsm_active;
+
+static inline bool tlsm_tracing(struct tlsm_thread *th)
+{
+    if (!atomic_load_explicit(&tlsm_active, memory_order_relaxed) || th->guard || th->exiting)
+        return false;
+    if (__builtin_expect(!th->started, 0))
+        tlsm_thread_start(th);
+    return true;
+}
+
+#endif

@@ -1,0 +1,67 @@
+/* trace.h: the trace file and per-thread line buffers. Never blocks the program: a line
+ * that cannot be written is dropped and counted. */
+#ifndef TLSM_TRACE_H
+#define TLSM_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tlsm_tbuf;
+
+/* Largest line the preload writes (lib events with long cflags are the biggest). */
+#define TLSM_LINE_MAX 4096
+
+/* Open the trace file and write the header, once per process (and again in a forked
+ * child). Returns false when tracing is off (disabled, secure mode, open failed). */
+bool tlsm_trace_ready(void);
+/* Append one complete line for the calling thread. */
+void tlsm_trace_line(const char *line, size_t len);
+/* Flush the calling thread's buffer (thread exit, before fork/exec). */
+void tlsm_trace_flush_self(void);
+/* Exit: flush every thread's buffer and write the end event. */
+void tlsm_trace_finish(void);
+/* Go quiet after an internal failure: one warning, pass-through from now on. */
+void tlsm_trace_quiet(const char *why);
+bool tlsm_trace_is_quiet(void);
+/* Times are ns since this origin (ticks). */
+extern uint64_t tlsm_trace_t0;
+void tlsm_trace_init(void);
+/* The constructor found tracing allowed (not disabled, not secure-execution). */
+void tlsm_trace_allow(void);
+void tlsm_trace_atfork_prepare(void);
+void tlsm_trace_atfork_parent(void);
+void tlsm_trace_atfork_child(void);
+/* Counts for the end event. */
+void tlsm_trace_counts(uint64_t *events, uint64_t *dropped);
+void tlsm_trace_drop(void);
+
+#endif
+
+/* Thread exit: flush and free this thread's buffer. */
+void tlsm_trace_thread_exit(void);
+const char *tlsm_trace_quiet_reason(void);
+/* exec*() (exec_what names it) or _exit() (NULL): flush everything and write an end line
+ * now; try-locks only (async-signal-safe callers). */
+void tlsm_trace_final(const char *exec_what);
+/* Incremented at every trace file open. */
+unsigned tlsm_trace_generation(void);
+/* Set while the end line of an exec is built. */
+extern const char *tlsm_exec_path;
+/* log.c: a warning as a `warn` event (kept until the file exists). */
+void tlsm_trace_warn(const char *msg);
+/* For the end line: warn events written, the I/O mode (`mmap`, `write`), why the file
+ * stopped growing (NULL: it did not). */
+uint64_t tlsm_trace_warnings(void);
+/* Bytes of the lines counted in `dropped` (that much trace is missing). */
+uint64_t tlsm_trace_dropped_bytes(void);
+const char *tlsm_trace_io(void);
+const char *tlsm_trace_io_error(void);
+/* The layers above the writer hand it what only they know, at start-up (main.c), so the
+ * writer never calls up into them: the end event's line (written last), and the functions
+ * that write a `lib` line for each instance met before this file opened (a forked child's
+ * new file, or instances loaded before tracing was allowed). */
+typedef size_t (*tlsm_end_line_fn)(char *buf, size_t cap);
+typedef void (*tlsm_replay_fn)(unsigned gen);
+void tlsm_trace_set_end_line(tlsm_end_line_fn fn);
+void tlsm_trace_add_replay(tlsm_replay_fn fn);
