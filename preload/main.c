@@ -13,6 +13,7 @@
 #include "reroute/backend.h"
 #include "reroute/reroute.h"
 #include "core/stack.h"
+#include "core/summary.h"
 #include "trace/trace.h"
 
 #include <pthread.h>
@@ -58,6 +59,7 @@ static void atfork_child(void)
     locks(false);
     tlsm_thread_atfork_child();
     tlsm_cpu_atfork_child();
+    tlsm_summary_atfork_child();
     tlsm_trace_atfork_child();
 }
 
@@ -94,6 +96,7 @@ __attribute__((destructor)) static void tlsm_stop(void)
 {
     if (!atomic_load(&tlsm_active))
         return;
+    tlsm_summary_flush(true); /* summary mode: the last interval's totals */
     tlsm_th.guard++;
     tlsm_blind_at_exit(); /* issue 7: blind and fwd events, before the end line */
     tlsm_trace_finish();

@@ -5,6 +5,7 @@
 #include "trace/config.h"
 #include "base/json.h"
 #include "core/stack.h"
+#include "core/summary.h"
 #include "base/table.h"
 #include "trace/thread.h"
 #include "trace/trace.h"
@@ -197,8 +198,18 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
             tlsm_blind_ktls(cs->lib, ssl, cs->id);
         }
     }
-    if (tlsm_cfg.reads && tlsm_trace_ready())
+    if (tlsm_summary_on()) {
+        int err = -1;
+        if (got <= 0 && cs && cs->lib && cs->lib->api.SSL_get_error) {
+            th->guard++;
+            err = cs->lib->api.SSL_get_error(ssl, ret);
+            th->guard--;
+        }
+        tlsm_summary_read(!memcmp(fn, "SSL_peek", 8), want, got, err, tlsm_ticks_to_ns(t1 - t0),
+                          th->read_recs);
+    } else if (tlsm_cfg.reads && tlsm_trace_ready()) {
         write_read(cs, ssl, fn, want, ret, got, t0, t1);
+    }
 }
 
 void tlsm_conn_free(const SSL *ssl)

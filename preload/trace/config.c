@@ -16,6 +16,7 @@ struct tlsm_config tlsm_cfg = {
     .reads = true,
     .records = true,
     .crypto = TLSM_MODE_NATIVE,
+    .interval = 10,
 };
 
 enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE, OPT_CHOICE };
@@ -60,6 +61,12 @@ static const struct opt opts[] = {
      "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
      "wall), perf, rseq, wall",
      &tlsm_cfg.cputime},
+    {"TLSMETER_EVENTS", OPT_CHOICE, "all",
+     "all: a rec and a read event per record and call; summary: totals and histograms "
+     "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic)",
+     &tlsm_cfg.events},
+    {"TLSMETER_INTERVAL", OPT_UINT, "10",
+     "summary mode: seconds between snapshots (0: at exit only)", &tlsm_cfg.interval},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };
@@ -126,6 +133,9 @@ static int parse_mode(const char *v, enum tlsm_crypto_mode *out)
 static const char *const *choices(const struct opt *o)
 {
     static const char *const none[] = {NULL};
+    static const char *const events[] = {"all", "summary", NULL};
+    if (o->dst == &tlsm_cfg.events)
+        return events;
     return o->dst == &tlsm_cfg.cputime ? tlsm_cpu_setting_names : none;
 }
 
