@@ -305,6 +305,10 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
         m.hook_ctx = ch;
     }
     rc = read_group(&m, env->files_a, env->na, warn);
+    if (ch && model__has_summary(&m))
+        fprintf(warn, "tlsmeter-analyze: a summary trace (TLSMETER_EVENTS=summary) holds totals "
+                      "and histograms, no per-record or per-read events: --chrome needs an event "
+                      "trace (TLSMETER_EVENTS=all)\n");
     if (ch)
         wrc = chrome__close(ch);
     else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)

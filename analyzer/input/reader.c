@@ -73,6 +73,8 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
         return model__impl(r->m, r->t, o, err, errlen);
     case EV_FWD:
         return 0; /* where calls were forwarded: for the tests, no figure of the report */
+    case EV_SUMMARY:
+        return model__summary(r->m, r->t, o, err, errlen);
     case EV_REC:
     case EV_READ:
     case EV_CONN:

@@ -48,7 +48,7 @@ static const char *const kind_names[] = {
     [EV_OTHER] = "other", [EV_HEADER] = "header", [EV_LIB] = "lib",     [EV_CONN] = "conn",
     [EV_REC] = "rec",     [EV_READ] = "read",     [EV_STACK] = "stack", [EV_END] = "end",
     [EV_CALIB] = "calib", [EV_MODULE] = "module", [EV_BLIND] = "blind", [EV_IMPL] = "impl",
-    [EV_FWD] = "fwd",
+    [EV_FWD] = "fwd",     [EV_SUMMARY] = "summary",
 };
 
 const struct field *field__find(const char *k, size_t n)
@@ -66,7 +66,7 @@ enum ev_kind ev_kind__parse(const char *p, size_t n)
 {
     int k;
 
-    for (k = EV_HEADER; k <= EV_FWD; k++)
+    for (k = EV_HEADER; k <= EV_SUMMARY; k++)
         if (strlen(kind_names[k]) == n && !memcmp(kind_names[k], p, n))
             return (enum ev_kind)k;
     return EV_OTHER;

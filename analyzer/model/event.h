@@ -21,7 +21,8 @@ enum ev_kind {
     EV_MODULE,
     EV_BLIND,
     EV_IMPL,
-    EV_FWD, /* last: ev_kind__parse walks up to it */
+    EV_FWD,
+    EV_SUMMARY, /* last: ev_kind__parse walks up to it */
 };
 
 enum ev_int {

@@ -207,7 +207,8 @@ void tlsm_read_end(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, i
         }
         tlsm_summary_read(!memcmp(fn, "SSL_peek", 8), want, got, err, tlsm_ticks_to_ns(t1 - t0),
                           th->read_recs);
-    } else if (tlsm_cfg.reads && tlsm_trace_ready()) {
+    }
+    if (tlsm_event_lines_on() && tlsm_cfg.reads && tlsm_trace_ready()) {
         write_read(cs, ssl, fn, want, ret, got, t0, t1);
     }
 }

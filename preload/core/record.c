@@ -190,7 +190,9 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     tlsm_conn_add_record(sp.cpu_ns, sp.preempt > 0);
     if (tlsm_rec_obs.record_end)
         tlsm_rec_obs.record_end(st);
-    if (tlsm_summary_on()) { /* no line: totals and histograms (summary.c) */
+    /* Taken once per record, and only where it is written (it may write the impl event). */
+    int impl = tlsm_summary_on() || (tlsm_cfg.records && tlsm_trace_ready()) ? tlsm_impl_take() : 0;
+    if (tlsm_summary_on()) { /* totals and histograms (summary.c); no line in summary mode */
         struct tlsm_sum_rec r = {
             .cipher = c->cipher,
             .path = st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native",
@@ -209,9 +211,10 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
             .gcm_bytes = c->gcm_bytes,
             .gcm_fn = c->gcm_fns & 3,
         };
-        r.impl = tlsm_impl_take();
+        r.impl = impl;
         tlsm_summary_rec(&r);
-        return;
+        if (!tlsm_event_lines_on())
+            return;
     }
     if (!tlsm_cfg.records || !tlsm_trace_ready())
         return;
@@ -241,7 +244,6 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
     tlsm_json_bool(&j, "tag_ok", ok);
     tlsm_json_int(&j, "lib", st->routed ? st->backend_lib : st->lib ? st->lib->lib_id : 0);
-    int impl = tlsm_impl_take();
     if (impl)
         tlsm_json_int(&j, "impl", impl);
     if (st->verdict)

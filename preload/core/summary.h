@@ -11,7 +11,13 @@
 
 static inline bool tlsm_summary_on(void)
 {
-    return tlsm_cfg.events == TLSM_EVENTS_SUMMARY;
+    return tlsm_cfg.events == TLSM_EVENTS_SUMMARY || tlsm_cfg.events == TLSM_EVENTS_BOTH;
+}
+
+/* rec and read lines: not in summary mode only (TLSMETER_EVENTS=both writes the two). */
+static inline bool tlsm_event_lines_on(void)
+{
+    return tlsm_cfg.events != TLSM_EVENTS_SUMMARY;
 }
 
 /* One decrypted record, with the rec event's values (cipher and path: static names). */

@@ -63,7 +63,8 @@ static const struct opt opts[] = {
      &tlsm_cfg.cputime},
     {"TLSMETER_EVENTS", OPT_CHOICE, "all",
      "all: a rec and a read event per record and call; summary: totals and histograms "
-     "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic)",
+     "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic); "
+     "both: the two (to check one against the other)",
      &tlsm_cfg.events},
     {"TLSMETER_INTERVAL", OPT_UINT, "10",
      "summary mode: seconds between snapshots (0: at exit only)", &tlsm_cfg.interval},
@@ -133,7 +134,7 @@ static int parse_mode(const char *v, enum tlsm_crypto_mode *out)
 static const char *const *choices(const struct opt *o)
 {
     static const char *const none[] = {NULL};
-    static const char *const events[] = {"all", "summary", NULL};
+    static const char *const events[] = {"all", "summary", "both", NULL};
     if (o->dst == &tlsm_cfg.events)
         return events;
     return o->dst == &tlsm_cfg.cputime ? tlsm_cpu_setting_names : none;

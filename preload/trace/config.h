@@ -22,10 +22,11 @@ struct tlsm_config {
     const char *backend_propq;
     bool test_corrupt; /* tests only: damage verified backend output */
     unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
-    unsigned events;   /* TLSMETER_EVENTS: 0 all (a line per record and read), 1 summary */
+    unsigned events;   /* TLSMETER_EVENTS: 0 all (a line per record and read), 1 summary, 2 both */
     unsigned interval; /* TLSMETER_INTERVAL: seconds between summary snapshots */
 };
 #define TLSM_EVENTS_SUMMARY 1
+#define TLSM_EVENTS_BOTH    2
 
 extern struct tlsm_config tlsm_cfg;
 /* Why TLSMETER_CRYPTO fell back to native ("" when it did not), for the trace. */
