@@ -146,6 +146,8 @@ $(FUZZER): $(FUZZ_SRCS) $(FUZZER).d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  FUZZCC  $@")
 	$(Q)$(FUZZ_CC) $(FUZZ_CPPFLAGS) -MM -MP -MT $@ $(FUZZ_SRCS) >$@.d
+	@# -MP leaves the sources without a rule: one that was moved or deleted must not stop make.
+	$(Q)printf '%s:\n' $(FUZZ_SRCS) >>$@.d
 	$(Q)$(FUZZ_CC) -std=gnu11 -g -O1 $(FUZZ_CPPFLAGS) -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $(FUZZ_SRCS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 fuzz: $(FUZZER)

@@ -21,7 +21,7 @@ enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME };
 struct env {
     enum output output;
     bool compare, quiet, by_bytes;
-    const char *outfile, *flamegraph, *sysroot;
+    const char *outfile, *flamegraph, *sysroot, *perfetto;
     char **files_a, **files_b;
     int na, nb;
 };
@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  -w, --weight ns|bytes  weight of --folded and --flamegraph (default ns)\n"
     "  -s, --sysroot DIR  symbolize stacks from DIR/PATH (a copy of the device's files)\n"
     "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
+    "  -P, --perfetto FILE  also write the timeline as a Perfetto protobuf trace\n"
+    "                     (ui.perfetto.dev; streams, for traces too large for --chrome)\n"
     "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
     "      --vs           in --compare: the traces after it form group B\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
@@ -58,6 +60,7 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, 'j'},
     {"folded", no_argument, NULL, 'f'},
     {"chrome", no_argument, NULL, 'c'},
+    {"perfetto", required_argument, NULL, 'P'},
     {"compare", no_argument, NULL, 'C'},
     {"output", required_argument, NULL, 'o'},
     {"quiet", no_argument, NULL, 'q'},
@@ -72,8 +75,9 @@ static const struct option long_opts[] = {
 
 static bool takes_value(const char *a)
 {
-    static const char *const with_value[] = {"-o", "--output", "-F", "--flamegraph",
-                                             "-w", "--weight", "-s", "--sysroot"};
+    static const char *const with_value[] = {"-o", "--output",  "-F", "--flamegraph",
+                                             "-w", "--weight",  "-s", "--sysroot",
+                                             "-P", "--perfetto"};
     size_t i;
 
     for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
@@ -127,6 +131,9 @@ static int parse_opt(struct env *env, int c)
     case 's':
         env->sysroot = optarg;
         return 0;
+    case 'P':
+        env->perfetto = optarg;
+        return 0;
     case 'w':
         env->by_bytes = !strcmp(optarg, "bytes");
         return env->by_bytes || !strcmp(optarg, "ns") ? 0 : -1;
@@ -168,10 +175,11 @@ static int parse_args(struct env *env, int argc, char **argv)
 {
     int before_vs = operands_before_vs(argc, argv), c;
 
-    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:", long_opts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:", long_opts, NULL)) != -1)
         if (parse_opt(env, c))
             return -1;
-    if (optind >= argc || (env->flamegraph && env->output == OUT_CHROME))
+    if (optind >= argc || (env->flamegraph && env->output == OUT_CHROME) ||
+        (env->perfetto && (env->output == OUT_CHROME || env->compare)))
         return -1;
     return split_groups(env, argc - optind, argv + optind, before_vs);
 }
@@ -292,10 +300,24 @@ static int run_compare(const struct env *env, FILE *out, FILE *warn)
     return rb != EXIT_OK ? rb : rc ? EXIT_IO : EXIT_OK;
 }
 
+/* --perfetto FILE: the timeline written while reading, beside the report. */
+static int perfetto_done(struct perfetto *pf, FILE *f, const char *path)
+{
+    int rc = perfetto__close(pf);
+
+    if (fclose(f) || rc) {
+        fprintf(stderr, "tlsmeter-analyze: --perfetto %s: cannot write the file\n", path);
+        return -1;
+    }
+    return 0;
+}
+
 static int run_single(const struct env *env, FILE *out, FILE *warn)
 {
     static struct model m;
     struct chrome *ch = NULL;
+    struct perfetto *pf = NULL;
+    FILE *pff = NULL;
     int rc, wrc = 0;
 
     model__init(&m);
@@ -303,12 +325,25 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
         ch = chrome__open(out);
         m.hook = chrome__event;
         m.hook_ctx = ch;
+    } else if (env->perfetto) {
+        if (!(pff = fopen(env->perfetto, "wb"))) {
+            fprintf(stderr, "tlsmeter-analyze: --perfetto %s: %s\n", env->perfetto,
+                    strerror(errno));
+            return EXIT_IO;
+        }
+        pf = perfetto__open(pff);
+        m.hook = perfetto__event;
+        m.hook_ctx = pf;
     }
     rc = read_group(&m, env->files_a, env->na, warn);
-    if (ch && model__has_summary(&m))
-        fprintf(warn, "tlsmeter-analyze: a summary trace (TLSMETER_EVENTS=summary) holds totals "
-                      "and histograms, no per-record or per-read events: --chrome needs an event "
-                      "trace (TLSMETER_EVENTS=all)\n");
+    if ((ch || pf) && model__has_summary(&m))
+        fprintf(warn,
+                "tlsmeter-analyze: a summary trace (TLSMETER_EVENTS=summary) holds totals "
+                "and histograms, no per-record or per-read events: %s needs an event "
+                "trace (TLSMETER_EVENTS=all)\n",
+                ch ? "--chrome" : "--perfetto");
+    if (pf && perfetto_done(pf, pff, env->perfetto) && rc == EXIT_OK)
+        rc = EXIT_IO;
     if (ch)
         wrc = chrome__close(ch);
     else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)

@@ -27,6 +27,12 @@ struct chrome;
 struct chrome *chrome__open(FILE *out);
 void chrome__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e);
 int chrome__close(struct chrome *c);
+/* Perfetto's protobuf trace (--perfetto FILE), streamed the same way (perfetto.c). */
+struct perfetto;
+struct perfetto *perfetto__open(FILE *out);
+void perfetto__event(void *ctx, const struct model *m, const struct trace *t,
+                     const struct event *e);
+int perfetto__close(struct perfetto *p);
 
 /* Helpers shared by the text outputs. */
 /* Per connection, per thread and per trace tables (only where there are several). */

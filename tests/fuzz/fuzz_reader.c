@@ -66,11 +66,25 @@ static void outputs(struct model *m)
     profile__free(&p);
 }
 
+/* Both streaming outputs see every event the reader accepts. */
+struct streams {
+    struct chrome *ch;
+    struct perfetto *pf;
+};
+
+static void both(void *ctx, const struct model *m, const struct trace *t, const struct event *e)
+{
+    struct streams *st = ctx;
+
+    chrome__event(st->ch, m, t, e);
+    perfetto__event(st->pf, m, t, e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *p = (const char *)data, *end = p + size, *nl;
     static struct model m;
-    struct chrome *ch;
+    struct streams st;
 
     if (!devnull)
         devnull = fopen("/dev/null", "w");
@@ -81,12 +95,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         differential(p, (size_t)(nl - p));
     }
     model__init(&m);
-    ch = chrome__open(devnull);
-    m.hook = chrome__event;
-    m.hook_ctx = ch;
+    st.ch = chrome__open(devnull);
+    st.pf = perfetto__open(devnull);
+    m.hook = both;
+    m.hook_ctx = &st;
     if (reader__buffer(&m, "fuzz", (const char *)data, size, NULL) == RD_OK)
         outputs(&m);
-    chrome__close(ch);
+    chrome__close(st.ch);
+    perfetto__close(st.pf);
     model__free(&m);
     return 0;
 }
