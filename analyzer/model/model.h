@@ -107,7 +107,8 @@ struct trace {
     char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
     int64_t pid, format, start_unix_ns;
     bool has_end, partial_last, emulated, cpu_known, hooks_known;
-    bool summary; /* summary events (TLSMETER_EVENTS=summary): totals, no rec/read events */
+    bool summary;      /* summary events (TLSMETER_EVENTS=summary): totals, no rec/read events */
+    bool summary_copy; /* TLSMETER_EVENTS=both: summary events repeat the rec/read events */
     bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t reroute_routed, reroute_fallback;

@@ -147,6 +147,8 @@ int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_
     const char *what = json_string_value(json_object_get(o, "what"));
     json_t *at = json_object_get(o, "t");
 
+    if (t->summary_copy)
+        return 0; /* TLSMETER_EVENTS=both: the rec and read events already count all of it */
     t->summary = true;
     if (json_is_integer(at) && json_integer_value(at) > t->max_t)
         t->max_t = json_integer_value(at);

@@ -93,6 +93,14 @@ assert vs == ve, "verdicts: summary %r, events %r" % (vs, ve)
 print("ok", s["records"], s["bytes_read"], s["reads"], cs, ce, ks, vs)
 EOF
 
+# Unsplit, a TLSMETER_EVENTS=both trace is read from its events (its summaries not counted twice).
+"$A" --json "${tr[both]}" >"$d/both.json" 2>"$d/both.err"
+check "summary-mode: a TLSMETER_EVENTS=both trace counts each record once" \
+    "$TLSM_PY" -c 'import json, sys
+b, e = (json.load(open(p)) for p in sys.argv[1:3])
+assert (b["records"], b["bytes_read"], b["reads"]) == (e["records"], e["bytes_read"], e["reads"]), \
+    (b["records"], e["records"])' "$d/both.json" "$d/ev.json"
+
 # Snapshots during the run: a download slowed by 1-byte reads at TLSMETER_INTERVAL=1.
 truncate -s 12M "$TLS_WWW/mid.bin"
 TLS_ENV=(TLSMETER_EVENTS=summary TLSMETER_INTERVAL=1)
