@@ -23,15 +23,20 @@ Q := @
 endif
 
 # Cross builds read headers and libraries from a sysroot (see scripts/aarch64-sysroot).
+# The sysroot's multiarch folder is the compiler's target triplet (x86_64-linux-gnu for the
+# dist build's host gcc, aarch64-linux-gnu for the cross compiler).
 ifneq ($(SYSROOT),)
+TRIPLET ?= $(shell $(CC) -dumpmachine)
 export PKG_CONFIG_SYSROOT_DIR := $(SYSROOT)
-export PKG_CONFIG_LIBDIR := $(SYSROOT)/usr/lib/aarch64-linux-gnu/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
+export PKG_CONFIG_LIBDIR := $(SYSROOT)/usr/lib/$(TRIPLET)/pkgconfig:$(SYSROOT)/usr/share/pkgconfig
 # GNU make before 4.4 (Debian 12 has 4.3) does not export variables to $(shell): without
 # this, pkg-config below would answer with the host's flags.
 PKG_CONFIG := PKG_CONFIG_SYSROOT_DIR=$(SYSROOT) PKG_CONFIG_LIBDIR=$(PKG_CONFIG_LIBDIR) $(PKG_CONFIG)
-SYSROOT_FLAGS := --sysroot=$(SYSROOT) -I$(SYSROOT)/usr/include/aarch64-linux-gnu
-SYSROOT_LDFLAGS := --sysroot=$(SYSROOT) -L$(SYSROOT)/usr/lib/aarch64-linux-gnu \
-	-Wl,-rpath-link,$(SYSROOT)/usr/lib/aarch64-linux-gnu -Wl,-rpath-link,$(SYSROOT)/lib/aarch64-linux-gnu
+# SYSROOT_FIRST_CFLAGS: headers that win over the sysroot's own (make dist: OpenSSL 3's over
+# Debian 11's 1.1.1, whose opensslconf.h sits in the sysroot's multiarch folder).
+SYSROOT_FLAGS := --sysroot=$(SYSROOT) $(SYSROOT_FIRST_CFLAGS) -I$(SYSROOT)/usr/include/$(TRIPLET)
+SYSROOT_LDFLAGS := --sysroot=$(SYSROOT) -L$(SYSROOT)/usr/lib/$(TRIPLET) \
+	-Wl,-rpath-link,$(SYSROOT)/usr/lib/$(TRIPLET) -Wl,-rpath-link,$(SYSROOT)/lib/$(TRIPLET)
 endif
 
 OPENSSL_CFLAGS := $(shell $(PKG_CONFIG) --cflags openssl 2>/dev/null)
@@ -193,6 +198,7 @@ help:
 	@echo "  fuzz      fuzz the trace reader for FUZZ_TIME seconds (default 60; needs clang)"
 	@echo "  aarch64   arm64 sysroot (Debian packages, cached) and cross build into \$$(O)/aarch64"
 	@echo "  check-aarch64   the suite cross-built, run under qemu-aarch64-static"
+	@echo "  dist      \$$(O)/dist/{x86_64,aarch64}/libtlsmeter.so for glibc >= 2.28 (Debian 11 sysroot)"
 	@echo "  format    clang-format the C sources"
 	@echo "  clean     remove $(O)"
 	@echo "Variables:"
@@ -203,6 +209,7 @@ help:
 	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
 -include mk/aarch64.mk
+-include mk/dist.mk
 
 # Header dependencies written by the compiles above. Each output also depends on its .d: a
 # missing one (first build, or a tree built before -MMD) counts as changed, so the output is

@@ -5,6 +5,7 @@
 #include "core/stack.h"
 #include "base/clock.h"
 #include "trace/config.h"
+#include "base/glibc_compat.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "forward/resolve.h"

@@ -12,6 +12,7 @@
 #include "base/caps.h"
 #include "base/clock.h"
 #include "base/elfdyn.h"
+#include "base/glibc_compat.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "forward/resolve.h"

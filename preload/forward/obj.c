@@ -5,6 +5,7 @@
 #include "base/caps.h"
 #include "base/clock.h"
 #include "base/elfdyn.h"
+#include "base/glibc_compat.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "trace/thread.h"

@@ -7,6 +7,7 @@
 #include "forward/resolve.h"
 #include "trace/log.h"
 #include "forward/obj.h"
+#include "base/glibc_compat.h"
 
 #include <dlfcn.h>
 #include <link.h>

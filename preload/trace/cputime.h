@@ -22,7 +22,7 @@
 #include <linux/perf_event.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/rseq.h>
+#include "base/glibc_compat.h" /* <sys/rseq.h>, or its fallback before glibc 2.35 */
 
 enum tlsm_cpu_kind {
     TLSM_CPU_UNSET = 0, /* thread not set up yet */
