@@ -45,9 +45,9 @@ static const struct field fields[] = {
 };
 
 static const char *const kind_names[] = {
-    [EV_OTHER] = "other", [EV_HEADER] = "header", [EV_LIB] = "lib",     [EV_CONN] = "conn",
-    [EV_REC] = "rec",     [EV_READ] = "read",     [EV_STACK] = "stack", [EV_END] = "end",
-    [EV_CALIB] = "calib", [EV_MODULE] = "module", [EV_BLIND] = "blind", [EV_IMPL] = "impl",
+    [EV_OTHER] = "other", [EV_HEADER] = "header",   [EV_LIB] = "lib",     [EV_CONN] = "conn",
+    [EV_REC] = "rec",     [EV_READ] = "read",       [EV_STACK] = "stack", [EV_END] = "end",
+    [EV_CALIB] = "calib", [EV_MODULE] = "module",   [EV_BLIND] = "blind", [EV_IMPL] = "impl",
     [EV_FWD] = "fwd",     [EV_SUMMARY] = "summary",
 };
 

@@ -28,7 +28,7 @@ TLS_RUN_TIMEOUT=120
 
 tls_run "$d/plain" "" "$SR" "$TLS_PORT" "$TLS_CERT" /big.bin 16384
 for m in summary all both; do
-    TLS_ENV=(TLSMETER_EVENTS=$m)
+    TLS_ENV=("TLSMETER_EVENTS=$m")
     tls_run "$d/$m" "$d/$m.%p.jsonl" "$SR" "$TLS_PORT" "$TLS_CERT" /big.bin 16384
     check "summary-mode: the program's output is the same (TLSMETER_EVENTS=$m)" \
         tls_same_run x "$d/plain" "$d/$m"
