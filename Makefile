@@ -52,6 +52,8 @@ DW_LIBS := $(shell $(PKG_CONFIG) --libs libdw 2>/dev/null || echo -ldw -lelf)
 TLSM_CFLAGS := -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wno-unused-parameter -fno-strict-aliasing -D_GNU_SOURCE \
 	-DTLSM_VERSION='"$(VERSION)"' $(SYSROOT_FLAGS)
+# The trace vocabulary both programs share: #include "common/schema.h" (common/schema.def).
+TLSM_CFLAGS += -I.
 ifeq ($(DEBUG),1)
 TLSM_CFLAGS += -O0 -g3 -DTLSM_DEBUG
 else
@@ -62,7 +64,7 @@ TLSM_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer -fno-sanitize-recover=a
 TLSM_LDFLAGS += -fsanitize=$(SAN)
 endif
 TLSM_LDFLAGS += $(SYSROOT_LDFLAGS)
-# Each compile writes the headers (and hooks.def) it read into a .d file beside its output;
+# Each compile writes the headers (and hooks.def, common/schema.def) it read into a .d file beside its output;
 # the files are included at the end, so touching a header rebuilds exactly what includes it.
 # -MP adds an empty rule per header, so a deleted header does not stop the build.
 DEPFLAGS := -MMD -MP
@@ -145,7 +147,7 @@ FUZZ_CC ?= clang
 FUZZ_TIME ?= 60
 FUZZ_SRCS := $(filter-out analyzer/main.c,$(ANALYZER_SRCS)) tests/fuzz/fuzz_reader.c
 FUZZER := $(O)/fuzz/fuzz-reader
-FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
+FUZZ_CPPFLAGS := -D_GNU_SOURCE -DTLSM_VERSION='"$(VERSION)"' -I. -Ianalyzer $(JANSSON_CFLAGS) $(DW_CFLAGS)
 # One compile of several sources: its header list comes from a separate -MM pass (one .d).
 $(FUZZER): $(FUZZ_SRCS) $(FUZZER).d
 	@mkdir -p $(dir $@)
@@ -222,7 +224,8 @@ include $(wildcard $(DEPFILES))
 # (seconds). make check runs the same programs (tests/cases/unit-preload.sh).
 UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime
 $(O)/tests/unit/recsm: tests/unit/recsm.c preload/core/recsm.c preload/core/recsm.h preload/base/cpumark.h
-$(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h
+$(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h common/schema.h \
+	common/schema.def
 $(O)/tests/unit/cputime: tests/unit/cputime.c preload/base/clock.c preload/arch/$(ARCH)/cpu.c \
 	preload/trace/cputime.h preload/base/clock.h preload/trace/thread.h preload/base/fn.h \
 	preload/base/hooks.def preload/base/cpumark.h preload/arch/arch.h preload/arch/$(ARCH)/counter.h

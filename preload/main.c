@@ -108,39 +108,32 @@ static int64_t tv_ns(struct timeval tv)
     return (int64_t)tv.tv_sec * 1000000000 + (int64_t)tv.tv_usec * 1000;
 }
 
-static void hooks_json(char *buf, size_t cap, char *unfired, size_t ucap)
+/* "hooks": calls per hooked function; "unfired": the OpenSSL hooks never called. */
+static void hooks_write(struct tlsm_json *j)
 {
-    size_t n = (size_t)snprintf(buf, cap, "{"), u = (size_t)snprintf(unfired, ucap, "[");
-    uint64_t calls[TLSM_FN_COUNT];
-    tlsm_thread_calls_all(calls);
-    for (int i = 0; i < TLSM_FN_COUNT && n < cap && u < ucap; i++) {
+    uint64_t unfired = 0, calls[TLSM_FN_COUNT];
+    tlsm_thread_calls_all(calls); /* one pass over the live threads, not one per hook */
+    tlsm_json_obj(j, "hooks");
+    for (int i = 0; i < TLSM_FN_COUNT; i++) {
         uint64_t c = calls[i];
-        n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":%llu", i ? "," : "", tlsm_hooks[i].name,
-                              (unsigned long long)c);
+        tlsm_json_key(j, tlsm_hooks[i].name);
+        tlsm_json_int_k(j, TLSM_AFTER_KEY, (int64_t)c);
         if (!c && tlsm_hooks[i].family != 'D' && tlsm_hooks[i].family != 'F')
-            u += (size_t)snprintf(unfired + u, ucap - u, "%s\"%s\"", u > 1 ? "," : "",
-                                  tlsm_hooks[i].name);
+            unfired |= 1ull << i;
     }
-    if (n < cap)
-        snprintf(buf + n, cap - n, "}");
-    if (u < ucap)
-        snprintf(unfired + u, ucap - u, "]");
+    tlsm_json_obj_end(j);
+    tlsm_hooks_write(j, "unfired", unfired);
 }
 
 static size_t end_line(char *buf, size_t cap)
 {
-    char hooks[2048], unfired[1024], libs[2048], over[128], reroute[768], blind[1536];
     uint64_t events, dropped;
     struct rusage ru;
     struct tlsm_json j;
     tlsm_trace_counts(&events, &dropped);
     getrusage(RUSAGE_SELF, &ru);
-    hooks_json(hooks, sizeof(hooks), unfired, sizeof(unfired));
-    if (!tlsm_obj_end_json(libs, sizeof(libs)))
-        snprintf(libs, sizeof(libs), "[]");
-    snprintf(over, sizeof(over), "{\"clock\":%llu}", (unsigned long long)tlsm_clock_cost_ns());
     uint64_t now = tlsm_now();
-    tlsm_json_begin(&j, buf, cap, "end");
+    tlsm_json_begin(&j, buf, cap, TLSM_EV(END));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(now - tlsm_trace_t0));
     tlsm_json_int(&j, "events", (int64_t)events + 1); /* + the header */
     tlsm_json_int(&j, "dropped", (int64_t)dropped);
@@ -149,19 +142,17 @@ static size_t end_line(char *buf, size_t cap)
     tlsm_json_int(&j, "user_ns", tv_ns(ru.ru_utime));
     tlsm_json_int(&j, "sys_ns", tv_ns(ru.ru_stime));
     tlsm_json_int(&j, "maxrss_kb", ru.ru_maxrss);
-    tlsm_json_raw(&j, "hooks", hooks);
-    tlsm_json_raw(&j, "unfired", unfired);
-    tlsm_json_raw(&j, "libs", libs);
-    if (!tlsm_blind_end_json(blind, sizeof(blind))) /* issue 7: objects tlsmeter cannot see */
-        snprintf(blind, sizeof(blind), "[]");
-    tlsm_json_raw(&j, "blind", blind);
+    hooks_write(&j);
+    tlsm_obj_end_write(&j);
+    tlsm_blind_end_write(&j); /* issue 7: objects tlsmeter cannot see */
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
     tlsm_json_int(&j, "preempted", (int64_t)tlsm_cpu_preempted());
     if (tlsm_cfg.stacks)
         tlsm_json_int(&j, "stacks", (int64_t)tlsm_stack_count());
-    tlsm_json_raw(&j, "overhead_ns", over);
-    if (tlsm_reroute_json(reroute, sizeof(reroute)))
-        tlsm_json_raw(&j, "reroute", reroute);
+    tlsm_json_obj(&j, "overhead_ns");
+    tlsm_json_int(&j, "clock", (int64_t)tlsm_clock_cost_ns());
+    tlsm_json_obj_end(&j);
+    tlsm_reroute_write(&j);
     if (tlsm_trace_is_quiet())
         tlsm_json_str(&j, "quiet", tlsm_trace_quiet_reason());
     if (tlsm_exec_path)

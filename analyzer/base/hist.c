@@ -7,6 +7,21 @@
 #include <math.h>
 #include <stdlib.h>
 
+/* Both kinds keep n, sum, min and max alike (integer or real) and allocate their nb buckets
+ * (member b) on first use: one merge of cnt > 0 samples with that sum, min lo and max hi
+ * into h, for adding one value and for merging two. */
+#define SUMMARY_MERGE(h, b, nb, cnt, s, lo, hi)                                                    \
+    do {                                                                                           \
+        if (!(h)->b)                                                                               \
+            (h)->b = xcalloc((nb), sizeof(*(h)->b));                                               \
+        if (!(h)->n || (lo) < (h)->min)                                                            \
+            (h)->min = (lo);                                                                       \
+        if (!(h)->n || (hi) > (h)->max)                                                            \
+            (h)->max = (hi);                                                                       \
+        (h)->n += (cnt);                                                                           \
+        (h)->sum += (s);                                                                           \
+    } while (0)
+
 int hist__log2_idx(uint64_t v)
 {
     return v ? 64 - __builtin_clzll(v) : 0;
@@ -76,15 +91,8 @@ void hist__add(struct hist *h, uint64_t v, uint64_t count)
 {
     if (!count)
         return;
-    if (!h->n || v < h->min)
-        h->min = v;
-    if (!h->n || v > h->max)
-        h->max = v;
-    h->n += count;
-    h->sum += v * count;
+    SUMMARY_MERGE(h, ll, HIST_LL_N, count, v * count, v, v);
     h->log2[hist__log2_idx(v)] += count;
-    if (!h->ll)
-        h->ll = xcalloc(HIST_LL_N, sizeof(*h->ll));
     h->ll[ll_idx(v)] += count;
     exact_add(h, v, count);
 }
@@ -95,14 +103,7 @@ void hist__merge(struct hist *dst, const struct hist *src)
 
     if (!src->n)
         return;
-    if (!dst->ll)
-        dst->ll = xcalloc(HIST_LL_N, sizeof(*dst->ll));
-    if (!dst->n || src->min < dst->min)
-        dst->min = src->min;
-    if (!dst->n || src->max > dst->max)
-        dst->max = src->max;
-    dst->n += src->n;
-    dst->sum += src->sum;
+    SUMMARY_MERGE(dst, ll, HIST_LL_N, src->n, src->sum, src->min, src->max);
     for (i = 0; i < HIST_LOG2_N; i++)
         dst->log2[i] += src->log2[i];
     for (i = 0; i < HIST_LL_N; i++)
@@ -146,6 +147,14 @@ static uint64_t exact_pct(const struct hist *h, uint64_t rank)
     return res;
 }
 
+/* The rank (1..n) of the p-th fraction of n samples, rounded up. */
+static uint64_t rank_of(uint64_t n, double p)
+{
+    uint64_t rank = (uint64_t)(p * (double)n + 0.999999);
+
+    return rank < 1 ? 1 : rank;
+}
+
 uint64_t hist__pct(const struct hist *h, double p)
 {
     uint64_t rank, seen = 0;
@@ -153,9 +162,7 @@ uint64_t hist__pct(const struct hist *h, double p)
 
     if (!h->n)
         return 0;
-    rank = (uint64_t)(p * (double)h->n + 0.999999);
-    if (rank < 1)
-        rank = 1;
+    rank = rank_of(h->n, p);
     if (!h->overflow)
         return exact_pct(h, rank);
     for (i = 0; i < HIST_LL_N; i++) {
@@ -202,14 +209,7 @@ static void rbin_add(struct rhist *h, int i, uint64_t count)
 
 void rhist__add(struct rhist *h, double v)
 {
-    if (!h->bins)
-        h->bins = xcalloc(RHIST_N, sizeof(*h->bins));
-    if (!h->n || v < h->min)
-        h->min = v;
-    if (!h->n || v > h->max)
-        h->max = v;
-    h->n++;
-    h->sum += v;
+    SUMMARY_MERGE(h, bins, RHIST_N, 1, v, v, v);
     rbin_add(h, rbin(v), 1);
 }
 
@@ -234,14 +234,7 @@ void rhist__merge(struct rhist *dst, const struct rhist *src)
 
     if (!src->n)
         return;
-    if (!dst->bins)
-        dst->bins = xcalloc(RHIST_N, sizeof(*dst->bins));
-    if (!dst->n || src->min < dst->min)
-        dst->min = src->min;
-    if (!dst->n || src->max > dst->max)
-        dst->max = src->max;
-    dst->n += src->n;
-    dst->sum += src->sum;
+    SUMMARY_MERGE(dst, bins, RHIST_N, src->n, src->sum, src->min, src->max);
     dst->big += src->big;
     for (i = 0; i < RHIST_N; i++)
         if (src->bins[i])
@@ -256,9 +249,7 @@ double rhist__pct(const struct rhist *h, double p)
 
     if (!h->n)
         return 0;
-    rank = (uint64_t)(p * (double)h->n + 0.999999);
-    if (rank < 1)
-        rank = 1;
+    rank = rank_of(h->n, p);
     for (i = 0; i < RHIST_N; i++) {
         seen += h->bins[i];
         if (seen >= rank)

@@ -44,13 +44,6 @@ static const struct field fields[] = {
     {"tag_ok", FT_BOOL, 0},
 };
 
-static const char *const kind_names[] = {
-    [EV_OTHER] = "other", [EV_HEADER] = "header",   [EV_LIB] = "lib",     [EV_CONN] = "conn",
-    [EV_REC] = "rec",     [EV_READ] = "read",       [EV_STACK] = "stack", [EV_END] = "end",
-    [EV_CALIB] = "calib", [EV_MODULE] = "module",   [EV_BLIND] = "blind", [EV_IMPL] = "impl",
-    [EV_FWD] = "fwd",     [EV_SUMMARY] = "summary",
-};
-
 const struct field *field__find(const char *k, size_t n)
 {
     size_t i;
@@ -62,19 +55,18 @@ const struct field *field__find(const char *k, size_t n)
     return NULL;
 }
 
+/* The schema's kinds follow EV_OTHER in the same order: EV_x = TLSM_EV_x + 1. */
+_Static_assert(EV_HEADER == TLSM_EV_HEADER + 1 && EV_N == TLSM_EV_N + 1,
+               "ev_kind follows the schema");
+
 enum ev_kind ev_kind__parse(const char *p, size_t n)
 {
-    int k;
-
-    for (k = EV_HEADER; k <= EV_SUMMARY; k++)
-        if (strlen(kind_names[k]) == n && !memcmp(kind_names[k], p, n))
-            return (enum ev_kind)k;
-    return EV_OTHER;
+    return (enum ev_kind)(tlsm_ev_parse(p, n) + 1); /* -1 (unknown) is EV_OTHER */
 }
 
 const char *ev_kind__name(enum ev_kind k)
 {
-    return kind_names[k];
+    return k == EV_OTHER ? "other" : tlsm_ev_name((enum tlsm_ev)(k - 1));
 }
 
 void event__reset(struct event *e)

@@ -4,25 +4,19 @@
 #ifndef TLSM_EVENT_H
 #define TLSM_EVENT_H
 
+#include "common/schema.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* EV_OTHER (a kind this reader does not know: from a newer writer), then the schema's kinds
+ * (common/schema.def) in its order: EV_HEADER, EV_LIB, ... */
 enum ev_kind {
     EV_OTHER,
-    EV_HEADER,
-    EV_LIB,
-    EV_CONN,
-    EV_REC,
-    EV_READ,
-    EV_STACK,
-    EV_END,
-    EV_CALIB,
-    EV_MODULE,
-    EV_BLIND,
-    EV_IMPL,
-    EV_FWD,
-    EV_SUMMARY, /* last: ev_kind__parse walks up to it */
+#define SCHEMA_EV(id, name) EV_##id,
+#include "common/schema.def"
+    EV_N
 };
 
 enum ev_int {

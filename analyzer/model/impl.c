@@ -17,9 +17,7 @@ static const double band_hi[] = {[IMPL_HARDWARE] = 1.2, [IMPL_VECTOR] = 8.0, [IM
 
 const char *impl__name(enum impl_class c)
 {
-    static const char *const n[] = {"unknown", "hardware", "vector", "table"};
-
-    return n[c];
+    return tlsm_class_name((enum tlsm_class)c);
 }
 
 bool impl__is_aes_gcm(const char *c)
@@ -129,40 +127,36 @@ static bool classify_rerouted(const struct trace *t, const struct lib *l, const 
     return true;
 }
 
-/* One half's tier and words. Names are the impl event's (docs/trace-format.md). */
+/* One half's tier and words, by the impl event's names (common/schema.def); unknown code
+ * has no entry (text NULL). */
 struct half {
-    const char *name;
     enum impl_class cls;
     const char *text;
 };
 
-static const struct half aes_halves[] = {
-    {"aesni", IMPL_HARDWARE, "AES-NI"},
-    {"armv8", IMPL_HARDWARE, "ARMv8 AES"},
-    {"bsaes", IMPL_VECTOR, "bit-sliced (bsaes; runs under 8 blocks: table AES_encrypt)"},
-    {"vpaes", IMPL_VECTOR, "vpaes (byte shuffles)"},
-    {"table", IMPL_TABLE, "table (AES_encrypt)"},
+static const struct half aes_halves[TLSM_AES_N] = {
+    [TLSM_AES_AESNI] = {IMPL_HARDWARE, "AES-NI"},
+    [TLSM_AES_ARMV8] = {IMPL_HARDWARE, "ARMv8 AES"},
+    [TLSM_AES_BSAES] = {IMPL_VECTOR, "bit-sliced (bsaes; runs under 8 blocks: table AES_encrypt)"},
+    [TLSM_AES_VPAES] = {IMPL_VECTOR, "vpaes (byte shuffles)"},
+    [TLSM_AES_TABLE] = {IMPL_TABLE, "table (AES_encrypt)"},
 };
 
 static const struct half bsaes_short = {
-    "bsaes", IMPL_TABLE, "table (bsaes's AES_encrypt fallback: these records are under 8 blocks)"};
+    IMPL_TABLE, "table (bsaes's AES_encrypt fallback: these records are under 8 blocks)"};
 
-static const struct half ghash_halves[] = {
-    {"clmul-avx", IMPL_HARDWARE, "PCLMULQDQ (AVX)"},
-    {"clmul", IMPL_HARDWARE, "PCLMULQDQ"},
-    {"pmull", IMPL_HARDWARE, "PMULL"},
-    {"neon", IMPL_VECTOR, "NEON 8-bit multiplies"},
-    {"4bit", IMPL_TABLE, "4-bit table"},
+static const struct half ghash_halves[TLSM_GHASH_N] = {
+    [TLSM_GHASH_CLMUL_AVX] = {IMPL_HARDWARE, "PCLMULQDQ (AVX)"},
+    [TLSM_GHASH_CLMUL] = {IMPL_HARDWARE, "PCLMULQDQ"},
+    [TLSM_GHASH_PMULL] = {IMPL_HARDWARE, "PMULL"},
+    [TLSM_GHASH_NEON] = {IMPL_VECTOR, "NEON 8-bit multiplies"},
+    [TLSM_GHASH_4BIT] = {IMPL_TABLE, "4-bit table"},
 };
 
-static const struct half *half_of(const struct half *h, size_t n, const char *name)
+/* The entry for code i (-1: a name the schema does not know), NULL when none. */
+static const struct half *half_of(const struct half *h, int i)
 {
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        if (!strcmp(h[i].name, name))
-            return &h[i];
-    return NULL;
+    return i >= 0 && h[i].text ? &h[i] : NULL;
 }
 
 /* Both halves known: hardware when both are, else the slower half's tier. */
@@ -173,13 +167,14 @@ static bool classify_code(const struct trace *t, const struct bucket *b, struct 
 
     if (!e || b->impl_ct < b->impl_none_ct)
         return false;
-    a = half_of(aes_halves, sizeof(aes_halves) / sizeof(aes_halves[0]), e->aes);
-    g = half_of(ghash_halves, sizeof(ghash_halves) / sizeof(ghash_halves[0]), e->ghash);
+    int ai = tlsm_aes_parse(e->aes, strlen(e->aes));
+    a = half_of(aes_halves, ai);
+    g = half_of(ghash_halves, tlsm_ghash_parse(e->ghash, strlen(e->ghash)));
     if (!a || !g)
         return false;
     /* ossl_bsaes_ctr32_encrypt_blocks hands calls under 8 blocks to AES_encrypt: records
      * averaging under 128 bytes ran table AES. */
-    if (!strcmp(e->aes, "bsaes") && b->st.rec_ct < 128 * b->st.recs)
+    if (ai == TLSM_AES_BSAES && b->st.rec_ct < 128 * b->st.recs)
         a = &bsaes_short;
     r->cls = a->cls > g->cls ? a->cls : g->cls;
     snprintf(r->detail, sizeof(r->detail), "AES: %s%s; GHASH: %s%s%s", a->text,

@@ -5,7 +5,11 @@
 
 #include "model/model.h"
 
-enum impl_class { IMPL_UNKNOWN, IMPL_HARDWARE, IMPL_VECTOR, IMPL_TABLE };
+enum impl_class {
+#define SCHEMA_CLASS(id, name) IMPL_##id,
+#include "common/schema.def"
+    IMPL_N
+};
 
 struct impl_result {
     enum impl_class cls;

@@ -4,6 +4,7 @@
 #ifndef TLSM_MODEL_H
 #define TLSM_MODEL_H
 
+#include "common/schema.h"
 #include "model/event.h"
 #include "base/hist.h"
 #include "base/imap.h"
@@ -20,22 +21,10 @@
 #define MAX_UNFIRED       32
 #define TLS_RECORD_PT_MAX 16384
 
-/* Capability bits decoded by the preload (lib.caps). */
+/* Capability bits decoded by the preload (lib.caps): the schema's list (common/schema.def). */
 enum cap {
-    CAP_AESNI,
-    CAP_PCLMULQDQ,
-    CAP_SSSE3,
-    CAP_AVX,
-    CAP_AVX2,
-    CAP_AVX512F,
-    CAP_VAES,
-    CAP_VPCLMULQDQ,
-    CAP_NEON,
-    CAP_AES,
-    CAP_PMULL,
-    CAP_AVX512VL,
-    CAP_AVX512IFMA,
-    CAP_XOP,
+#define SCHEMA_CAP(id, name) CAP_##id,
+#include "common/schema.def"
     CAP_N
 };
 
@@ -65,14 +54,8 @@ struct calib {
 /* Why TLS in a process was not visible to the hooks (blind events and end.blind); bit per
  * reason, names as in the trace. */
 enum blind_reason {
-    BR_SYMBOLIC,
-    BR_NO_EXPORTS,
-    BR_NO_RELOCS,
-    BR_GOT_ELSEWHERE,
-    BR_OPENSSL_1,
-    BR_KTLS,
-    BR_CALLS_ELSEWHERE,
-    BR_OTHER_LIBRARY,
+#define SCHEMA_BLIND(id, name) BR_##id,
+#include "common/schema.def"
     BR_N
 };
 

@@ -11,17 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const reason_names[BR_N] = {
-    [BR_SYMBOLIC] = "symbolic",
-    [BR_NO_EXPORTS] = "no_exports",
-    [BR_NO_RELOCS] = "no_relocs",
-    [BR_GOT_ELSEWHERE] = "got_elsewhere",
-    [BR_OPENSSL_1] = "openssl_1",
-    [BR_KTLS] = "ktls",
-    [BR_CALLS_ELSEWHERE] = "calls_elsewhere",
-    [BR_OTHER_LIBRARY] = "other_library",
-};
-
 /* The analyzer's own words, so a report reads the same whatever `why` the writer gave. */
 static const char *const reason_text[BR_N] = {
     [BR_SYMBOLIC] = "linked -Bsymbolic (DT_SYMBOLIC/DF_SYMBOLIC): its calls into its own "
@@ -43,7 +32,7 @@ static const char *const reason_text[BR_N] = {
 
 const char *blind_reason__name(enum blind_reason r)
 {
-    return reason_names[r];
+    return tlsm_blind_name((enum tlsm_blind)r);
 }
 
 const char *blind_reason__text(enum blind_reason r)
@@ -126,9 +115,8 @@ static void add_reasons(struct blind *b, json_t *arr)
 
         if (!s)
             continue;
-        for (r = 0; r < BR_N && strcmp(s, reason_names[r]); r++)
-            ;
-        if (r < BR_N)
+        r = tlsm_blind_parse(s, json_string_length(v));
+        if (r >= 0)
             b->reasons |= 1u << r;
         else if (!b->unknown)
             b->unknown = xstrdup(s);

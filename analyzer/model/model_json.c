@@ -6,26 +6,9 @@
 
 #include <string.h>
 
-static const char *const cap_names[CAP_N] = {
-    [CAP_AESNI] = "aesni",
-    [CAP_PCLMULQDQ] = "pclmulqdq",
-    [CAP_SSSE3] = "ssse3",
-    [CAP_AVX] = "avx",
-    [CAP_AVX2] = "avx2",
-    [CAP_AVX512F] = "avx512f",
-    [CAP_VAES] = "vaes",
-    [CAP_VPCLMULQDQ] = "vpclmulqdq",
-    [CAP_NEON] = "neon",
-    [CAP_AES] = "aes",
-    [CAP_PMULL] = "pmull",
-    [CAP_AVX512VL] = "avx512vl",
-    [CAP_AVX512IFMA] = "avx512ifma",
-    [CAP_XOP] = "xop",
-};
-
 const char *cap__name(enum cap c)
 {
-    return cap_names[c];
+    return tlsm_cap_name((enum tlsm_cap)c);
 }
 
 static char *str_dup(json_t *o, const char *key)
@@ -122,7 +105,7 @@ static void lib_caps(struct lib *l, json_t *caps)
     int c;
 
     for (c = 0; c < CAP_N; c++) {
-        json_t *v = json_object_get(caps, cap_names[c]);
+        json_t *v = json_object_get(caps, cap__name((enum cap)c));
 
         if (!json_is_boolean(v))
             continue;

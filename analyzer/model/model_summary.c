@@ -132,13 +132,13 @@ static int process(struct model *m, struct trace *t, json_t *o, char *err, size_
                       .recs_in_reads = u(o, "recs_in_reads")};
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
-    if (pairs(json_object_get(o, "rec_len"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err, errlen) ||
-        pairs(json_object_get(o, "read_got"), HIST_LOG2_N - 1, add_log2, &m->read_got, err,
+    if (pairs(json_object_get(o, "rec_len_log2"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err, errlen) ||
+        pairs(json_object_get(o, "read_got_log2"), HIST_LOG2_N - 1, add_log2, &m->read_got, err,
               errlen) ||
-        pairs(json_object_get(o, "read_want"), HIST_LOG2_N - 1, add_log2, &m->read_want, err,
+        pairs(json_object_get(o, "read_want_log2"), HIST_LOG2_N - 1, add_log2, &m->read_want, err,
               errlen))
         return -1;
-    return pairs(json_object_get(o, "recs_per_read"), HIST_LOG2_N - 1, add_log2, &m->recs_per_read,
+    return pairs(json_object_get(o, "recs_per_read_log2"), HIST_LOG2_N - 1, add_log2, &m->recs_per_read,
                  err, errlen);
 }
 

@@ -148,7 +148,7 @@ void summary__build(struct summary *s, const struct model *m)
     verdicts__build(s);
 }
 
-struct verdict *summary__verdict(struct summary *s, const char *id, const char *kind,
+struct verdict *summary__verdict(struct summary *s, enum verdict_id id, const char *kind,
                                  const char *fmt, ...)
 {
     static struct verdict spare;
@@ -156,7 +156,7 @@ struct verdict *summary__verdict(struct summary *s, const char *id, const char *
     va_list ap;
 
     memset(v, 0, sizeof(*v));
-    v->id = id;
+    v->id = tlsm_verdict_name((enum tlsm_verdict)id);
     v->kind = kind;
     va_start(ap, fmt);
     vsnprintf(v->text, sizeof(v->text), fmt, ap);

@@ -84,8 +84,14 @@ void summary__class_figs(const struct model *m, int cipher, int path, struct cla
 void bucket__class_figs(const struct bucket *b, struct class_fig fig[SC_N]);
 /* The bulk median ns/B of a row's records, or -1 with fewer than BULK_MIN_RECORDS. */
 double row__bulk_median(const struct row *w);
+/* Verdict ids: the schema's list (common/schema.def), the report's names for them. */
+enum verdict_id {
+#define SCHEMA_VERDICT(id, name) V_##id,
+#include "common/schema.def"
+    V_N
+};
 /* Adds one verdict; returns it so the caller can attach evidence. */
-struct verdict *summary__verdict(struct summary *s, const char *id, const char *kind,
+struct verdict *summary__verdict(struct summary *s, enum verdict_id id, const char *kind,
                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void verdict__evidence(struct verdict *v, const char *key, double val);
 void verdicts__build(struct summary *s);

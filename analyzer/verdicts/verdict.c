@@ -116,14 +116,14 @@ static void software_aes(struct summary *s, const struct row *w)
     cost_text(w, cost, sizeof(cost));
     if (bulk < 0) {
         v = summary__verdict(
-            s, "software-aes", "problem",
+            s, V_SOFTWARE_AES, "problem",
             "%s decryption is not all in hardware (%s): %s, %s %s; no gain figure: "
             "fewer than %d bulk records, and smaller records' ns/B is fixed "
             "per-record work, not the cipher",
             cipher, w->detail, cost, fmt_pct(&a, sh), of, BULK_MIN_RECORDS);
     } else if (!find_ref(s, w->cipher, false, &r)) {
         v = summary__verdict(
-            s, "software-aes", "problem",
+            s, V_SOFTWARE_AES, "problem",
             "%s decryption is not all in hardware (%s): %s, %s %s; the expected gain cannot "
             "be computed from this trace: record again with TLSMETER_CALIBRATE=1 (measures the "
             "hardware path once at start-up) or run `tlsmeter ab` (reroutes to hardware)",
@@ -131,7 +131,7 @@ static void software_aes(struct summary *s, const struct row *w)
     } else {
         double gain = bulk / r.nspb;
 
-        v = summary__verdict(s, "software-aes", "problem",
+        v = summary__verdict(s, V_SOFTWARE_AES, "problem",
                              "%s decryption is not all in hardware (%s): %s, %s %s; hardware "
                              "AES on this CPU does %.2f ns/B (%s); expected gain ~%s on bulk "
                              "records, their crypto %s -> %s",
@@ -160,13 +160,13 @@ static void chacha_what_if(struct summary *s, const struct row *w)
     if (bulk < 0)
         return; /* no bulk figure to compare with: software_aes said why */
     if (!find_ref(s, -1, true, &r)) {
-        summary__verdict(s, "chacha-what-if", "info",
+        summary__verdict(s, V_CHACHA_WHAT_IF, "info",
                          "ChaCha20-Poly1305 (the fast cipher without AES instructions; TLS 1.3 "
                          "suite TLS_CHACHA20_POLY1305_SHA256) is not measured in this trace: "
                          "record with TLSMETER_CALIBRATE=1 to see what it would cost here");
         return;
     }
-    v = summary__verdict(s, "chacha-what-if", "info",
+    v = summary__verdict(s, V_CHACHA_WHAT_IF, "info",
                          "ChaCha20-Poly1305 would cost %.2f ns/B here (%s): %s less than this "
                          "software AES on bulk records (%.2f ns/B median), their crypto %s -> "
                          "%s, by negotiating TLS_CHACHA20_POLY1305_SHA256 (no library rebuild)",
@@ -186,7 +186,7 @@ static void hardware_aes(struct summary *s, const struct row *w)
 
     cost_text(w, cost, sizeof(cost));
     v = summary__verdict(
-        s, "hardware-aes", "info", "%s decryption uses hardware AES (%s): %s, %s %s%s",
+        s, V_HARDWARE_AES, "info", "%s decryption uses hardware AES (%s): %s, %s %s%s",
         model__name(s->m, w->cipher), w->detail, cost, fmt_pct(&a, sh), of,
         sh < 0.05 ? ": crypto is not the bottleneck; look at reads and records" : "");
     gain_evidence(v, w);
@@ -201,7 +201,7 @@ static void reroute(struct summary *s, const struct row *w)
     struct verdict *v;
 
     cost_text(w, cost, sizeof(cost));
-    v = summary__verdict(s, "reroute", "info",
+    v = summary__verdict(s, V_REROUTE, "info",
                          "%llu %s records were decrypted by the reroute backend (path %s, %s): "
                          "%s, crypto %s; compare with a native run of the same download "
                          "(--compare NATIVE.jsonl THIS.jsonl) for the gain",

@@ -17,7 +17,7 @@ static void truncated(struct summary *s, const struct trace *t)
     if (t->lines_cut)
         snprintf(cut, sizeof(cut), "; %llu line%s cut by the process's death",
                  (unsigned long long)t->lines_cut, t->lines_cut == 1 ? "" : "s");
-    summary__verdict(s, "truncated", "blind",
+    summary__verdict(s, V_TRUNCATED, "blind",
                      "%s %s%s%s: it holds %llu reads, %llu records up to there; CPU time, "
                      "dropped events and unfired hooks are unknown for it",
                      t->file,
@@ -32,7 +32,7 @@ static void truncated(struct summary *s, const struct trace *t)
 static void warned(struct summary *s, const struct trace *t)
 {
     if (t->warnings)
-        summary__verdict(s, "warnings", "blind", "%s: tlsmeter warned %llu time%s: %s", t->file,
+        summary__verdict(s, V_WARNINGS, "blind", "%s: tlsmeter warned %llu time%s: %s", t->file,
                          (unsigned long long)t->warnings, t->warnings == 1 ? "" : "s",
                          t->warn_first ? t->warn_first : "?");
 }
@@ -57,7 +57,7 @@ static void unfired(struct summary *s, const struct trace *t)
         !trace__unfired(t, "CRYPTO_gcm128_decrypt_ctr32") || !native ||
         t->st.gcm_dec + t->st.gcm_ctr + t->st.gcm_both)
         return;
-    summary__verdict(s, "gcm-invisible", "blind",
+    summary__verdict(s, V_GCM_INVISIBLE, "blind",
                      "%s: the CRYPTO_gcm128_* hooks never fired, so which AES-GCM code path ran "
                      "is not visible (symbols hidden or not called through the PLT); the class "
                      "rests on the capability bits alone",
@@ -88,7 +88,7 @@ static void blind_copy(struct summary *s, const struct trace *t, const struct bl
     struct verdict *v;
 
     blind_words(b, why, sizeof(why));
-    v = summary__verdict(s, "blind-copy", "blind",
+    v = summary__verdict(s, V_BLIND_COPY, "blind",
                          "%s: %s holds %s TLS code tlsmeter cannot see: %s. Its reads, records "
                          "and crypto time are not in this trace",
                          t->file, b->path ? b->path : "?",
@@ -107,7 +107,7 @@ static void ktls(struct summary *s, const struct trace *t, const struct blind *b
     struct verdict *v;
 
     v = summary__verdict(
-        s, "ktls", "blind",
+        s, V_KTLS, "blind",
         "%s: %lld connection%s of %s (%s) received with kernel TLS (kTLS): the "
         "kernel decrypted their records, no EVP call reached tlsmeter; their "
         "reads are in the trace, their crypto cost is in the process's system "
@@ -162,20 +162,20 @@ static void reads_bypassed(struct summary *s, const struct trace *t)
 
     if (k && t->recs_outside_reads)
         v = summary__verdict(
-            s, "reads-bypassed", "blind",
+            s, V_READS_BYPASSED, "blind",
             "%s: records without reads: %s: bytes per read, read sizes and per-connection "
             "totals are missing for %llu application-data record%s decrypted outside any "
             "traced read; crypto time per record is still measured",
             t->file, who, (unsigned long long)t->recs_outside_reads,
             t->recs_outside_reads == 1 ? "" : "s");
     else if (k)
-        v = summary__verdict(s, "reads-bypassed", "info",
+        v = summary__verdict(s, V_READS_BYPASSED, "info",
                              "%s: %s: if %s made TLS connections, their reads are not in this "
                              "trace (no record was decrypted outside a traced read, so probably "
                              "none)",
                              t->file, who, k == 1 ? "it" : "they");
     else if (t->recs_outside_reads >= 4 && !t->st.reads) /* no entry: an older trace */
-        v = summary__verdict(s, "reads-bypassed", "blind",
+        v = summary__verdict(s, V_READS_BYPASSED, "blind",
                              "%s: records without reads: %llu application-data records were "
                              "decrypted outside any SSL_read tlsmeter saw (the caller's SSL_read "
                              "binds past the hooks: RTLD_DEEPBIND, another namespace, or a "
@@ -197,7 +197,7 @@ static void other_tls(struct summary *s, const struct trace *t, const struct bli
     if (b->calls > 0)
         snprintf(calls, sizeof(calls), " (%lld calls of its handshake/read functions)",
                  (long long)b->calls);
-    v = summary__verdict(s, "other-tls", "blind",
+    v = summary__verdict(s, V_OTHER_TLS, "blind",
                          "%s: %s (%s%s%s) does TLS in this process%s: tlsmeter measures OpenSSL "
                          "3 only, so its connections, reads, records and crypto time are not in "
                          "this trace",
@@ -235,7 +235,7 @@ static void dropped(struct summary *s, const struct trace *t)
         snprintf(cause, sizeof(cause), "threads still writing while the process exited");
     else
         snprintf(cause, sizeof(cause), "full trace buffers: a pipe or FIFO that did not keep up");
-    v = summary__verdict(s, "dropped", "blind",
+    v = summary__verdict(s, V_DROPPED, "blind",
                          "%s: %lld event%s%s %s dropped: %s; totals undercount", t->file,
                          (long long)t->dropped, t->dropped == 1 ? "" : "s", lost,
                          t->dropped == 1 ? "was" : "were", cause);
@@ -261,22 +261,22 @@ static void per_trace(struct summary *s, const struct trace *t)
     warned(s, t);
     dropped(s, t);
     if (t->quiet)
-        summary__verdict(s, "quiet", "blind",
+        summary__verdict(s, V_QUIET, "blind",
                          "%s: tlsmeter went quiet (%s): events after that point are missing",
                          t->file, t->quiet);
     unfired(s, t);
     if (t->emulated)
-        summary__verdict(s, "emulated", "blind",
+        summary__verdict(s, V_EMULATED, "blind",
                          "%s ran under emulation (%s on %s): times and ns/B are not the target "
                          "CPU's; the class comes from capability bits and GCM entries only",
                          t->file, t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
     if (t->reroute_reason && t->mode && strcmp(t->mode, "native"))
-        summary__verdict(s, "reroute-off", "blind",
+        summary__verdict(s, V_REROUTE_OFF, "blind",
                          "%s: TLSMETER_CRYPTO=%s was asked for but the reroute backend is off "
                          "(%s): every record ran on the program's own path",
                          t->file, t->mode, t->reroute_reason);
     if (t->reroute_fallback > 0)
-        summary__verdict(s, "reroute-fallback", "blind",
+        summary__verdict(s, V_REROUTE_FALLBACK, "blind",
                          "%s: %lld records fell back to the native path (%s)", t->file,
                          (long long)t->reroute_fallback,
                          t->reroute_reason ? t->reroute_reason : "reason not given");
@@ -291,7 +291,7 @@ static void mismatches(struct summary *s)
     for (i = 0; i < m->nbuckets; i++) {
         impl__classify(m, &m->buckets[i], &r);
         if (r.mismatch)
-            summary__verdict(s, "class-mismatch", "blind",
+            summary__verdict(s, V_CLASS_MISMATCH, "blind",
                              "%s %s: the class from capability bits and GCM entries is %s (%s), "
                              "but %s",
                              m->traces[m->buckets[i].trace].file,
@@ -317,11 +317,11 @@ static void invisible_crypto(struct summary *s)
     struct fmtbuf a;
 
     if (!st->reads && !st->recs && cut_short(s->m)) {
-        summary__verdict(s, "no-events", "blind",
+        summary__verdict(s, V_NO_EVENTS, "blind",
                          "no SSL read and no record decryption in this trace, which is cut "
                          "short (see truncated): the process died before tlsmeter saw one");
     } else if (!st->reads && !st->recs) {
-        v = summary__verdict(s, "no-events", "blind",
+        v = summary__verdict(s, V_NO_EVENTS, "blind",
                              "no SSL read and no record decryption in this trace: the program "
                              "made no TLS reads through a hooked OpenSSL (hooks that never "
                              "fired are listed under input)");
@@ -336,7 +336,7 @@ static void invisible_crypto(struct summary *s)
                      others, others == 1 ? "y" : "ies");
     }
     if (st->got && !st->recs)
-        summary__verdict(s, "no-records", "blind",
+        summary__verdict(s, V_NO_RECORDS, "blind",
                          "reads returned %s but no record decryption was seen: %s; the crypto "
                          "cost is invisible here (hooks that never fired are listed under input)",
                          fmt_bytes(&a, st->got),
@@ -345,12 +345,12 @@ static void invisible_crypto(struct summary *s)
                                    : "kTLS, a statically linked or -Bsymbolic OpenSSL, or "
                                      "hidden symbols");
     if (st->tag_fail)
-        summary__verdict(s, "tag-failures", "blind",
+        summary__verdict(s, V_TAG_FAILURES, "blind",
                          "%llu record%s failed authentication (bad record MAC)",
                          (unsigned long long)st->tag_fail, st->tag_fail == 1 ? "" : "s");
     if (s->lines_skipped)
         summary__verdict(
-            s, "malformed", "blind", "%llu malformed line%s skipped (see the warnings)",
+            s, V_MALFORMED, "blind", "%llu malformed line%s skipped (see the warnings)",
             (unsigned long long)s->lines_skipped, s->lines_skipped == 1 ? " was" : "s were");
 }
 
@@ -363,7 +363,7 @@ static void cpu_undercount(struct summary *s)
     struct verdict *v;
 
     if (s->cpu_short_ns > 0) {
-        v = summary__verdict(s, "cpu-undercount", "blind",
+        v = summary__verdict(s, V_CPU_UNDERCOUNT, "blind",
                              "crypto >= 100 %% of the CPU the kernel accounted: process CPU "
                              "undercounted by at least %s (crypto %s, process CPU %s; crypto "
                              "time is %s): the CPU share is shown as 100 %%, treat it as a bound",
@@ -374,7 +374,7 @@ static void cpu_undercount(struct summary *s)
         verdict__evidence(v, "cpu_ns", (double)s->cpu_ns);
     }
     if (s->wall_short_ns > 0) {
-        v = summary__verdict(s, "cpu-undercount", "blind",
+        v = summary__verdict(s, V_CPU_UNDERCOUNT, "blind",
                              "crypto time (%s) exceeds wall time x %llu decrypting thread%s (%s) "
                              "by %s: the record times are off (crypto time is %s); the wall "
                              "share is shown as 100 %%",

@@ -15,7 +15,7 @@ static void record_cap(struct summary *s)
     if (!m->read_got.n || m->st.want_big * 2 < m->read_want.n ||
         m->read_got.max > TLS_RECORD_PT_MAX)
         return;
-    v = summary__verdict(s, "record-cap", "info",
+    v = summary__verdict(s, V_RECORD_CAP, "info",
                          "reads ask for %s (p50) but none returned more than %s: one read "
                          "returns at most one TLS record, whose plaintext is capped at 16 KiB; "
                          "a buffer above 16 KiB gains nothing",
@@ -40,7 +40,7 @@ static void small_arrivals(struct summary *s)
     if (per_rec < 2 || miss < 0.3)
         return;
     piece = (double)st->rec_len / (double)st->recs / per_rec;
-    v = summary__verdict(s, "small-arrivals", "problem",
+    v = summary__verdict(s, V_SMALL_ARRIVALS, "problem",
                          "data arrives in small pieces: %.1f SSL_read calls per record, %s of "
                          "them return WANT_READ (no complete record yet); with records of %llu B "
                          "that is ~%s per wake-up: the reader is woken per packet, and a bigger "
@@ -63,7 +63,7 @@ static void small_records(struct summary *s)
 
     if (m->st.recs_app < 8 || rec >= 4096 || want < 4 * rec)
         return;
-    v = summary__verdict(s, "small-records", "info",
+    v = summary__verdict(s, V_SMALL_RECORDS, "info",
                          "records are small (%s p50) while reads ask for %s: the sender writes "
                          "small records, so every record costs a read and a record's fixed "
                          "costs; a bigger buffer will not help",
@@ -82,7 +82,7 @@ static void small_buffer(struct summary *s)
 
     if (m->st.recs_app < 8 || !want || want * 2 > rec)
         return;
-    v = summary__verdict(s, "small-buffer", "problem",
+    v = summary__verdict(s, V_SMALL_BUFFER, "problem",
                          "reads ask for only %s (p50) while records are %s: each record takes "
                          "~%.0f reads; a 16 KiB buffer would cut SSL_read calls that much",
                          fmt_bytes(&a, want), fmt_bytes(&b, rec), (double)rec / (double)want);
@@ -106,7 +106,7 @@ static void handshakes(struct summary *s)
     if (n < 10 || ns < m->st.crypto_ns / 5)
         return;
     v = summary__verdict(
-        s, "handshakes", "info",
+        s, V_HANDSHAKES, "info",
         "%llu connections spent %s in handshakes (%s each), %s of the record "
         "decryption time: per-connection costs matter here; reuse connections",
         (unsigned long long)n, fmt_ns(&a, (double)ns), fmt_ns(&b, (double)ns / (double)n),

@@ -35,9 +35,9 @@ enum tlsm_isa {
  * false: then the preload keeps clock_gettime. */
 bool tlsm_arch_counter_hz(uint64_t *hz);
 
-/* Crypto features of the CPU from the kernel's hardware capabilities, as a JSON array of
- * names; false when this architecture reads them from /proc/cpuinfo's flags instead. */
-bool tlsm_arch_crypto_hwcaps(char *buf, size_t cap);
+/* Crypto features of the CPU from the kernel's hardware capabilities: up to max names into
+ * names, how many; -1 when this architecture reads them from /proc/cpuinfo's flags instead. */
+int tlsm_arch_crypto_hwcaps(const char **names, int max);
 
 /* Instruction families (TLSM_ISA_* of base/codeid.h) in size bytes of code at start; each
  * direct call or jump met is handed to branch(arg, target), in code order. */

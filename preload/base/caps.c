@@ -12,60 +12,74 @@
 #include <string.h>
 
 struct bit {
-    const char *name;
+    enum tlsm_cap cap; /* its name: common/schema.def */
     int word, bit;
 };
 
 /* ia32cap word 0 = CPUID.1 (EDX | ECX << 32); word 1 = CPUID.7 (EBX | ECX << 32). */
 static const struct bit ia32_bits[] = {
-    {"aesni", 0, 57},
-    {"pclmulqdq", 0, 33},
-    {"ssse3", 0, 41},
-    {"avx", 0, 60},
-    {"avx2", 1, 5},
-    {"avx512f", 1, 16},
-    {"vaes", 1, 41},
-    {"vpclmulqdq", 1, 42},
-    {"sha", 1, 29},
+    {TLSM_CAP_AESNI, 0, 57},
+    {TLSM_CAP_PCLMULQDQ, 0, 33},
+    {TLSM_CAP_SSSE3, 0, 41},
+    {TLSM_CAP_AVX, 0, 60},
+    {TLSM_CAP_AVX2, 1, 5},
+    {TLSM_CAP_AVX512F, 1, 16},
+    {TLSM_CAP_VAES, 1, 41},
+    {TLSM_CAP_VPCLMULQDQ, 1, 42},
+    {TLSM_CAP_SHA, 1, 29},
     /* ChaCha20/Poly1305 dispatch (chacha-x86_64.pl, poly1305-x86_64.pl) */
-    {"avx512vl", 1, 31},
-    {"avx512ifma", 1, 21},
-    {"xop", 0, 43},
+    {TLSM_CAP_AVX512VL, 1, 31},
+    {TLSM_CAP_AVX512IFMA, 1, 21},
+    {TLSM_CAP_XOP, 0, 43},
 };
 
 /* OPENSSL_armcap bits (crypto/arm_arch.h). */
 static const struct bit arm_bits[] = {
-    {"neon", 0, 0},   {"aes", 0, 2},   {"sha1", 0, 3},
-    {"sha256", 0, 4}, {"pmull", 0, 5}, {"sha512", 0, 6},
+    {TLSM_CAP_NEON, 0, 0},   {TLSM_CAP_AES, 0, 2},   {TLSM_CAP_SHA1, 0, 3},
+    {TLSM_CAP_SHA256, 0, 4}, {TLSM_CAP_PMULL, 0, 5}, {TLSM_CAP_SHA512, 0, 6},
 };
 
-static void bits_json(const struct bit *b, size_t nb, const uint64_t w[2], char *buf, size_t cap)
+static struct tlsm_caps decode(const struct bit *b, size_t nb, const uint64_t w[2])
 {
-    size_t n = (size_t)snprintf(buf, cap, "{");
-    for (size_t i = 0; i < nb && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\":%s", i ? "," : "", b[i].name,
-                              (w[b[i].word] >> b[i].bit) & 1 ? "true" : "false");
-    if (n < cap)
-        snprintf(buf + n, cap - n, "}");
+    struct tlsm_caps c = {0, 0};
+    for (size_t i = 0; i < nb; i++) {
+        c.known |= 1u << b[i].cap;
+        if ((w[b[i].word] >> b[i].bit) & 1)
+            c.set |= 1u << b[i].cap;
+    }
+    return c;
 }
 
-void tlsm_caps_json(const char *cpuinfo, char *buf, size_t cap)
+struct tlsm_caps tlsm_caps_decode(const char *cpuinfo)
 {
     const char *p;
     uint64_t w[2] = {0, 0};
-    snprintf(buf, cap, "{}");
     if (!cpuinfo)
-        return;
+        return (struct tlsm_caps){0, 0};
     if ((p = strstr(cpuinfo, "OPENSSL_ia32cap=0x"))) {
         char *end;
         w[0] = strtoull(p + 16, &end, 16);
         if (end[0] == ':' && end[1] == '0' && end[2] == 'x')
             w[1] = strtoull(end + 1, NULL, 16);
-        bits_json(ia32_bits, sizeof(ia32_bits) / sizeof(ia32_bits[0]), w, buf, cap);
-    } else if ((p = strstr(cpuinfo, "OPENSSL_armcap=0x"))) {
-        w[0] = strtoull(p + 15, NULL, 16);
-        bits_json(arm_bits, sizeof(arm_bits) / sizeof(arm_bits[0]), w, buf, cap);
+        return decode(ia32_bits, sizeof(ia32_bits) / sizeof(ia32_bits[0]), w);
     }
+    if ((p = strstr(cpuinfo, "OPENSSL_armcap=0x"))) {
+        w[0] = strtoull(p + 15, NULL, 16);
+        return decode(arm_bits, sizeof(arm_bits) / sizeof(arm_bits[0]), w);
+    }
+    return (struct tlsm_caps){0, 0};
+}
+
+/* In the schema's order, which is each architecture's table order. */
+void tlsm_caps_write(struct tlsm_json *j, struct tlsm_caps c)
+{
+    tlsm_json_obj(j, "caps");
+    for (int i = 0; i < TLSM_CAP_N; i++)
+        if (c.known >> i & 1) {
+            tlsm_json_key(j, tlsm_cap_name((enum tlsm_cap)i));
+            tlsm_json_bool_k(j, TLSM_AFTER_KEY, c.set >> i & 1);
+        }
+    tlsm_json_obj_end(j);
 }
 
 struct bid_search {
@@ -170,29 +184,30 @@ bool tlsm_cpu_emulated(void)
 
 /* The architecture's hwcaps where they are the truth (arch/aarch64/cpu.c), else the flags
  * of /proc/cpuinfo. */
-void tlsm_cpu_crypto_json(char *buf, size_t cap)
+void tlsm_cpu_crypto_write(struct tlsm_json *j)
 {
     static const char *const want[] = {"aes",  "pclmulqdq", "vaes",   "vpclmulqdq", "ssse3",
                                        "avx2", "avx512f",   "sha_ni", "pmull",      "sha1",
                                        "sha2", "sha3",      "sha512"};
     static char text[16384];
     char flags[4096];
-    if (tlsm_arch_crypto_hwcaps(buf, cap))
-        return;
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    if (!read_cpuinfo(text, sizeof(text))) {
+    const char *hw[16];
+    int nhw = tlsm_arch_crypto_hwcaps(hw, 16);
+    tlsm_json_arr(j, "cpu_crypto");
+    for (int i = 0; i < nhw; i++)
+        tlsm_json_item_safe(j, hw[i]);
+    if (nhw < 0 && !read_cpuinfo(text, sizeof(text))) {
         field(text, "flags", flags, sizeof(flags));
         if (!flags[0])
             field(text, "Features", flags, sizeof(flags));
-        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]) && n < cap; i++) {
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
             size_t l = strlen(want[i]);
             for (const char *p = flags; (p = strstr(p, want[i])); p += l)
                 if ((p == flags || p[-1] == ' ') && (p[l] == ' ' || p[l] == 0)) {
-                    n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", n > 1 ? "," : "", want[i]);
+                    tlsm_json_item_safe(j, want[i]);
                     break;
                 }
         }
     }
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
+    tlsm_json_arr_end(j);
 }

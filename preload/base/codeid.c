@@ -353,13 +353,11 @@ bool tlsm_code_identify(const void *fn, struct tlsm_code *out)
     return true;
 }
 
-void tlsm_isa_names(uint32_t isa, char *buf, size_t cap)
+void tlsm_isa_write(struct tlsm_json *j, uint32_t isa)
 {
     static const char *const names[] = {"aes",  "aes-vex", "clmul",  "clmul-vex", "pshufb",
                                         "aese", "pmull",   "pmull8", "tbl"};
-    size_t n = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && n < cap; i++)
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (isa & (1u << i))
-            n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", n ? "," : "", names[i]);
+            tlsm_json_item_safe(j, names[i]);
 }

@@ -6,6 +6,7 @@
 #define TLSM_CODEID_H
 
 #include "arch/arch.h"
+#include "base/json.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,7 +27,7 @@ struct tlsm_code {
 /* Identify fn. Reads only memory inside the object's PT_LOAD segments. False if fn is not
  * in any loaded object's code. */
 bool tlsm_code_identify(const void *fn, struct tlsm_code *out);
-/* The isa bits as a JSON array body ("\"aes\",\"clmul\""), for the trace. */
-void tlsm_isa_names(uint32_t isa, char *buf, size_t cap);
+/* The isa bits' names as items of the open array (impl's fn_F_isa). */
+void tlsm_isa_write(struct tlsm_json *j, uint32_t isa);
 
 #endif

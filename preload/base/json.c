@@ -1,14 +1,56 @@
 /* json.c: a tiny JSON writer for the hot path: no allocation, no locale, no printf. */
 #include "base/json.h"
 
+/* One room check for the whole `{"ev":"kind"` prefix: this runs for every line. */
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
 {
+    size_t n = strlen(ev);
     j->p = buf;
     j->end = buf + cap - 2; /* room for "}\n" */
-    j->full = false;
-    tlsm_json_put(j, "{\"ev\":\"", 7);
-    tlsm_json_put(j, ev, strlen(ev));
-    tlsm_json_put(j, "\"", 1);
+    j->depth = 0;
+    j->full = cap < n + 10;
+    if (j->full)
+        return;
+    memcpy(j->p, "{\"ev\":\"", 7);
+    memcpy(j->p + 7, ev, n);
+    j->p[7 + n] = '"';
+    j->p += n + 8;
+}
+
+/* The member's key (or the item's comma) now; its `{` or `[` when it closes (json.h). */
+void tlsm_json_nest_k(struct tlsm_json *j, const char *k, size_t kn)
+{
+    tlsm_json_put(j, k, kn);
+    if (j->depth == TLSM_JSON_DEPTH) {
+        j->full = true; /* deeper than any event goes: a bug, so the line is dropped */
+        return;
+    }
+    j->open[j->depth++] = j->p;
+}
+
+void tlsm_json_close(struct tlsm_json *j, char open, char close)
+{
+    if (!j->depth) {
+        j->full = true; /* closed more than was opened */
+        return;
+    }
+    char *first = j->open[--j->depth];
+    if (j->full)
+        return;
+    if (j->p == first) { /* empty */
+        char e[2] = {open, close};
+        tlsm_json_put(j, e, 2);
+        return;
+    }
+    *first = open; /* the first member's comma */
+    tlsm_json_put(j, &close, 1);
+}
+
+void tlsm_json_key(struct tlsm_json *j, const char *k)
+{
+    tlsm_json_put(j, ",\"", 2);
+    tlsm_json_escaped(j, k);
+    tlsm_json_put(j, "\":", 2);
 }
 
 /* Digits written in place, two per step from a table, after counting them: integers are
@@ -136,7 +178,7 @@ void tlsm_json_num_k(struct tlsm_json *j, const char *k, size_t kn, double v)
 
 size_t tlsm_json_end(struct tlsm_json *j, char *buf)
 {
-    if (j->full)
+    if (j->full || j->depth) /* a nested value left open would not be JSON */
         return 0;
     j->p[0] = '}';
     j->p[1] = '\n';

@@ -1,18 +1,29 @@
-/* json.h: append-only builder for one JSON Lines object in a caller-owned buffer.
- * Keys must be string literals: the macros below paste `,"key":` together at compile time,
- * so adding a field is one memcpy of a constant plus the value (this is the per-record
- * hot path: a rec and a read line per 16 KiB of TLS data). */
+/* json.h: append-only builder for one JSON Lines object in a caller-owned buffer, with
+ * nested objects and arrays. Keys must be string literals: the macros below paste `,"key":`
+ * together at compile time, so adding a field is one memcpy of a constant plus the value
+ * (this is the per-record hot path: a rec and a read line per 16 KiB of TLS data).
+ *
+ * Nesting costs the flat fields nothing: every member and every array item is written with
+ * a leading comma, and closing an object or array turns the comma of its first member into
+ * its `{` or `[` (an empty one gets `{}` or `[]`). So the writers below need no "first
+ * member?" test, and an array item is a member whose key is the bare comma. */
 #ifndef TLSM_JSON_H
 #define TLSM_JSON_H
+
+#include "common/schema.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#define TLSM_JSON_DEPTH 6 /* nested objects and arrays open at once */
+
 struct tlsm_json {
     char *p, *end;
-    bool full; /* ran out of room: the line is dropped, never written half */
+    bool full;                   /* ran out of room: the line is dropped, never written half */
+    unsigned char depth;         /* open nested objects and arrays */
+    char *open[TLSM_JSON_DEPTH]; /* where each one's first separator is (its `{` or `[`) */
 };
 
 static inline void tlsm_json_put(struct tlsm_json *j, const char *s, size_t n)
@@ -27,6 +38,8 @@ static inline void tlsm_json_put(struct tlsm_json *j, const char *s, size_t n)
 
 #define TLSM_KEY(key) ",\"" key "\":", sizeof(",\"" key "\":") - 1
 
+/* Start a line of kind ev: TLSM_EV(REC) and the like, the schema's names (common/schema.def),
+ * so a kind the schema does not list does not build. */
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev);
 /* Writes the decimal digits of u at dst; returns how many (1..20). */
 size_t tlsm_json_digits(char *dst, uint64_t u);
@@ -66,13 +79,60 @@ void tlsm_json_escaped(struct tlsm_json *j, const char *s);
 void tlsm_json_str_k(struct tlsm_json *j, const char *k, size_t kn, const char *s);
 /* A finite non-negative measurement, 4 decimals. */
 void tlsm_json_num_k(struct tlsm_json *j, const char *k, size_t kn, double v);
-/* Close the object and add '\n'; returns the line length, 0 if it did not fit. */
+/* Close the object and add '\n'; returns the line length, 0 if it did not fit (or a nested
+ * value was left open). */
 size_t tlsm_json_end(struct tlsm_json *j, char *buf);
 
 #define tlsm_json_int(j, key, v)  tlsm_json_int_k((j), TLSM_KEY(key), (v))
 #define tlsm_json_str(j, key, s)  tlsm_json_str_k((j), TLSM_KEY(key), (s))
 #define tlsm_json_safe(j, key, s) tlsm_json_safe_k((j), TLSM_KEY(key), (s))
 #define tlsm_json_num(j, key, v)  tlsm_json_num_k((j), TLSM_KEY(key), (v))
+
+/* Nested values. tlsm_json_obj(j, "key") / tlsm_json_arr(j, "key") open a member;
+ * tlsm_json_obj_item(j) / tlsm_json_arr_item(j) open one as an array item;
+ * tlsm_json_obj_end / tlsm_json_arr_end close the innermost. */
+void tlsm_json_nest_k(struct tlsm_json *j, const char *k, size_t kn);
+void tlsm_json_close(struct tlsm_json *j, char open, char close);
+#define tlsm_json_obj(j, key) tlsm_json_nest_k((j), TLSM_KEY(key))
+#define tlsm_json_arr(j, key) tlsm_json_nest_k((j), TLSM_KEY(key))
+#define tlsm_json_obj_item(j) tlsm_json_nest_k((j), ",", 1)
+#define tlsm_json_arr_item(j) tlsm_json_nest_k((j), ",", 1)
+#define tlsm_json_obj_end(j)  tlsm_json_close((j), '{', '}')
+#define tlsm_json_arr_end(j)  tlsm_json_close((j), '[', ']')
+/* Array items: the member writers with the comma as their key. */
+#define tlsm_json_item_int(j, v)  tlsm_json_int_k((j), ",", 1, (v))
+#define tlsm_json_item_str(j, s)  tlsm_json_str_k((j), ",", 1, (s))
+#define tlsm_json_item_safe(j, s) tlsm_json_safe_k((j), ",", 1, (s))
+#define tlsm_json_item_bool(j, v)                                                                  \
+    ((v) ? tlsm_json_put((j), ",true", 5) : tlsm_json_put((j), ",false", 6))
+/* A member whose key is made at run time (impl's fn_F_*, lib.caps' names): tlsm_json_key
+ * writes `,"k":` (escaped), then a _k writer with the key TLSM_AFTER_KEY writes the value. */
+void tlsm_json_key(struct tlsm_json *j, const char *k);
+#define TLSM_AFTER_KEY "", 0
+static inline void tlsm_json_bool_k(struct tlsm_json *j, const char *k, size_t kn, bool v)
+{
+    tlsm_json_put(j, k, kn);
+    tlsm_json_put(j, v ? "true" : "false", v ? 4 : 5);
+}
+
+/* Take back what was written since mark (j->p, taken while the line was not full), room
+ * included: for an optional part that did not fit, or past its own budget. */
+static inline void tlsm_json_rewind(struct tlsm_json *j, char *mark)
+{
+    j->p = mark;
+    j->full = false;
+}
+
+/* After an optional entry written since mark: true when it fit; else it is taken back
+ * whole (the line goes on without it) and false. */
+static inline bool tlsm_json_entry_kept(struct tlsm_json *j, char *mark)
+{
+    if (!j->full)
+        return true;
+    tlsm_json_rewind(j, mark);
+    return false;
+}
+
 /* v is already JSON (an object or array built by the caller). */
 #define tlsm_json_raw(j, key, v)                                                                   \
     do {                                                                                           \

@@ -73,7 +73,7 @@ static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
     tlsm_th.guard--;
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "conn");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CONN));
     tlsm_json_int(&j, "t", ns_since_t0(now));
     tlsm_json_int(&j, "tid", tlsm_th.tid);
     tlsm_json_int(&j, "conn", cs->id);
@@ -148,7 +148,7 @@ static void write_read(struct tlsm_conn_state *cs, const SSL *ssl, const char *f
     struct tlsm_thread *th = &tlsm_th;
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "read");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(READ));
     tlsm_json_int(&j, "t", ns_since_t0(t0));
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", cs ? cs->id : 0);
@@ -221,7 +221,7 @@ void tlsm_conn_free(const SSL *ssl)
     if (cs->id && tlsm_trace_ready()) {
         char line[512];
         struct tlsm_json j;
-        tlsm_json_begin(&j, line, sizeof(line), "conn");
+        tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CONN));
         tlsm_json_int(&j, "t", ns_since_t0(tlsm_now()));
         tlsm_json_int(&j, "tid", tlsm_th.tid);
         tlsm_json_int(&j, "conn", cs->id);

@@ -95,32 +95,32 @@ static bool is_arm(void)
  * keys give an AES block function; with AES-NI hidden and SSSE3 present the bit-sliced CTR
  * (ossl_bsaes_ctr32_encrypt_blocks, table AES_encrypt for the block and for runs under 8
  * blocks) wins over vpaes, which has no CTR function in GCM; else table AES. */
-static const char *aes_name(const struct tlsm_code *b, const struct tlsm_code *s)
+static enum tlsm_aes aes_code(const struct tlsm_code *b, const struct tlsm_code *s)
 {
     uint32_t hw = is_arm() ? TLSM_ISA_A64_AES : TLSM_ISA_AES | TLSM_ISA_AES_VEX;
     uint32_t simd = is_arm() ? TLSM_ISA_A64_TBL : TLSM_ISA_PSHUFB;
     if (b->isa & hw)
-        return is_arm() ? "armv8" : "aesni";
+        return is_arm() ? TLSM_AES_ARMV8 : TLSM_AES_AESNI;
     if (s->bounded && !(s->isa & hw) && (s->isa & simd))
-        return "bsaes";
+        return TLSM_AES_BSAES;
     if (b->isa & simd)
-        return "vpaes";
+        return TLSM_AES_VPAES;
     if (b->bounded && (!s->found || s->bounded))
-        return "table";
-    return "unknown";
+        return TLSM_AES_TABLE;
+    return TLSM_AES_UNKNOWN;
 }
 
-static const char *ghash_name(const struct tlsm_code *g)
+static enum tlsm_ghash ghash_code(const struct tlsm_code *g)
 {
     if (is_arm())
-        return g->isa & TLSM_ISA_A64_PMULL    ? "pmull"
-               : g->isa & TLSM_ISA_A64_PMULL8 ? "neon"
-               : g->bounded                   ? "4bit"
-                                              : "unknown";
-    return g->isa & TLSM_ISA_CLMUL_VEX ? "clmul-avx"
-           : g->isa & TLSM_ISA_CLMUL   ? "clmul"
-           : g->bounded                ? "4bit"
-                                       : "unknown";
+        return g->isa & TLSM_ISA_A64_PMULL    ? TLSM_GHASH_PMULL
+               : g->isa & TLSM_ISA_A64_PMULL8 ? TLSM_GHASH_NEON
+               : g->bounded                   ? TLSM_GHASH_4BIT
+                                              : TLSM_GHASH_UNKNOWN;
+    return g->isa & TLSM_ISA_CLMUL_VEX ? TLSM_GHASH_CLMUL_AVX
+           : g->isa & TLSM_ISA_CLMUL   ? TLSM_GHASH_CLMUL
+           : g->bounded                ? TLSM_GHASH_4BIT
+                                       : TLSM_GHASH_UNKNOWN;
 }
 
 /* One function's keys: fn_WHAT_module, _off (module-relative: the .symtab value), _size
@@ -128,7 +128,7 @@ static const char *ghash_name(const struct tlsm_code *g)
 static void fn_keys(struct tlsm_json *j, const char *what, const void *fn)
 {
     struct tlsm_code c;
-    char k[40], isa[160], off[24];
+    char k[40], off[24];
     if (!fn)
         return;
     tlsm_code_identify(fn, &c);
@@ -139,10 +139,9 @@ static void fn_keys(struct tlsm_json *j, const char *what, const void *fn)
                      c.found ? off : "");
     tlsm_json_int_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_size\":", what),
                     c.bounded ? (int64_t)c.size : -1);
-    tlsm_isa_names(c.isa, isa, sizeof(isa));
-    tlsm_json_put(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_isa\":[", what));
-    tlsm_json_put(j, isa, strlen(isa));
-    tlsm_json_put(j, "]", 1);
+    tlsm_json_nest_k(j, k, (size_t)snprintf(k, sizeof(k), ",\"fn_%s_isa\":", what));
+    tlsm_isa_write(j, c.isa);
+    tlsm_json_arr_end(j);
 }
 
 static void build(struct impl *m)
@@ -154,17 +153,18 @@ static void build(struct impl *m)
     tlsm_code_identify(k->ghash ? k->ghash : k->gmult, &g);
     if (k->stream)
         tlsm_code_identify(k->stream, &s);
-    const char *aes = aes_name(&b, &s), *gh = ghash_name(&g);
-    tlsm_json_begin(&j, m->line, sizeof(m->line), "impl");
+    enum tlsm_aes aes = aes_code(&b, &s);
+    enum tlsm_ghash gh = ghash_code(&g);
+    tlsm_json_begin(&j, m->line, sizeof(m->line), TLSM_EV(IMPL));
     tlsm_json_int(&j, "id", m->id);
     tlsm_json_int(&j, "lib", k->lib->lib_id);
     tlsm_json_safe(&j, "layout", layout_of(k->lib) == LAYOUT_30 ? "3.0" : "3.2");
-    tlsm_json_safe(&j, "aes", aes);
-    tlsm_json_safe(&j, "ghash", gh);
+    tlsm_json_safe(&j, "aes", tlsm_aes_name(aes));
+    tlsm_json_safe(&j, "ghash", tlsm_ghash_name(gh));
     /* AES_GCM_ASM: the stitched kernel takes bulk data past CRYPTO_gcm128_* when the CTR
      * function is the hardware one and GHASH the AVX (x86_64) / PMULL (aarch64) one. */
-    bool stitched = is_arm() ? !strcmp(aes, "armv8") && !strcmp(gh, "pmull") && k->stream
-                             : !strcmp(aes, "aesni") && !strcmp(gh, "clmul-avx") && k->stream;
+    bool stitched = is_arm() ? aes == TLSM_AES_ARMV8 && gh == TLSM_GHASH_PMULL && k->stream
+                             : aes == TLSM_AES_AESNI && gh == TLSM_GHASH_CLMUL_AVX && k->stream;
     tlsm_json_bool(&j, "stitched", stitched);
     fn_keys(&j, "block", k->block);
     fn_keys(&j, "ghash", k->ghash);

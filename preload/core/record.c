@@ -221,7 +221,7 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     static const char *const fns[] = {"none", "decrypt", "ctr32", "both"};
     char line[768];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "rec");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(REC));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(c->t0 - tlsm_trace_t0));
     tlsm_json_int(&j, "tid", th->tid);
     tlsm_json_int(&j, "conn", st->conn);

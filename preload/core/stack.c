@@ -126,7 +126,7 @@ static int module_of(uintptr_t addr, uintptr_t *off)
     snprintf(base, sizeof(base), "0x%lx", (unsigned long)lm->l_addr);
     tlsm_build_id(lm, bid, sizeof(bid));
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "module");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(MODULE));
     tlsm_json_int(&j, "id", nmodules);
     tlsm_json_str(&j, "path", path);
     tlsm_json_str(&j, "base", base);
@@ -139,19 +139,22 @@ static int module_of(uintptr_t addr, uintptr_t *off)
 
 static void write_stack(const struct stack_entry *e)
 {
-    char line[TLSM_LINE_MAX], frames[TLSM_LINE_MAX - 128];
-    size_t n = (size_t)snprintf(frames, sizeof(frames), "[");
-    for (int i = 0; i < e->depth && n + 40 < sizeof(frames); i++) {
-        uintptr_t off;
-        int m = module_of(e->frames[i], &off);
-        n += (size_t)snprintf(frames + n, sizeof(frames) - n, "%s[%d,\"0x%lx\"]", i ? "," : "", m,
-                              (unsigned long)off);
-    }
-    snprintf(frames + n, sizeof(frames) - n, "]");
+    char line[TLSM_LINE_MAX]; /* MAX_DEPTH frames of at most 30 bytes fit */
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "stack");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(STACK));
     tlsm_json_int(&j, "id", e->id);
-    tlsm_json_raw(&j, "frames", frames);
+    tlsm_json_arr(&j, "frames");
+    for (int i = 0; i < e->depth; i++) {
+        char off[24];
+        uintptr_t o;
+        int m = module_of(e->frames[i], &o);
+        snprintf(off, sizeof(off), "0x%lx", (unsigned long)o);
+        tlsm_json_arr_item(&j); /* [module, "0xOFFSET"] */
+        tlsm_json_item_int(&j, m);
+        tlsm_json_item_safe(&j, off);
+        tlsm_json_arr_end(&j);
+    }
+    tlsm_json_arr_end(&j);
     size_t len = tlsm_json_end(&j, line);
     if (len)
         tlsm_trace_line(line, len);

@@ -94,8 +94,8 @@ static struct agg_last last_cls[MAX_BUCKETS][NCLASS];
 static _Atomic uint64_t lost_recs; /* more (instance, cipher, path) keys than MAX_BUCKETS */
 
 enum { H_REC_LEN, H_READ_GOT, H_READ_WANT, H_RECS_PER_READ, H_N };
-static const char *const hist_keys[H_N] = {K("rec_len"), K("read_got"), K("read_want"),
-                                           K("recs_per_read")};
+static const char *const hist_keys[H_N] = {K("rec_len_log2"), K("read_got_log2"),
+                                           K("read_want_log2"), K("recs_per_read_log2")};
 static _Atomic uint64_t reads[D_N], hists[H_N][LOG2_N];
 static uint64_t last_reads[D_N], last_hists[H_N][LOG2_N], last_lost;
 
@@ -217,7 +217,7 @@ void tlsm_summary_read(bool peek, int64_t want, int64_t got, int err, uint64_t n
 /* The event's common head: kind, time, snapshot number. */
 static void head(struct tlsm_json *j, char *line, size_t cap, const char *what, bool final)
 {
-    tlsm_json_begin(j, line, cap, "summary");
+    tlsm_json_begin(j, line, cap, TLSM_EV(SUMMARY));
     tlsm_json_int(j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_int(j, "seq", seq);
     tlsm_json_safe(j, "what", what);

@@ -23,25 +23,30 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Why an object is blind; names as written in the trace. */
+/* Why an object is blind: a bit per reason of the schema (common/schema.def names them). */
 enum {
-    BL_SYMBOLIC = 1 << 0,      /* DT_SYMBOLIC / DF_SYMBOLIC: own definitions first, at link time */
-    BL_NO_EXPORTS = 1 << 1,    /* exports no OpenSSL name: calls cannot be interposed */
-    BL_NO_RELOCS = 1 << 2,     /* no JUMP_SLOT/GLOB_DAT for the record functions */
-    BL_GOT_ELSEWHERE = 1 << 3, /* relocations bound past the preload (RTLD_DEEPBIND, namespace) */
-    BL_OLD_ABI = 1 << 4,       /* OpenSSL 1.x: tlsmeter supports 3.x only */
+    BL_SYMBOLIC = 1u << TLSM_BLIND_SYMBOLIC, /* DT_SYMBOLIC / DF_SYMBOLIC: own definitions first */
+    BL_NO_EXPORTS = 1u << TLSM_BLIND_NO_EXPORTS, /* exports no OpenSSL name: nothing to interpose */
+    BL_NO_RELOCS = 1u << TLSM_BLIND_NO_RELOCS, /* no JUMP_SLOT/GLOB_DAT for the record functions */
+    BL_GOT_ELSEWHERE = 1u << TLSM_BLIND_GOT_ELSEWHERE, /* bound past the preload (RTLD_DEEPBIND) */
+    BL_OLD_ABI = 1u << TLSM_BLIND_OPENSSL_1,           /* OpenSSL 1.x: tlsmeter supports 3.x only */
 };
-static const char *const reason_names[] = {"symbolic", "no_exports", "no_relocs", "got_elsewhere",
-                                           "openssl_1"};
-static const char *const reason_text[] = {
-    "linked -Bsymbolic (DF_SYMBOLIC): its calls into its own OpenSSL bypass the PLT",
-    "exports no OpenSSL symbols (hidden visibility or a version script)",
-    "has no JUMP_SLOT/GLOB_DAT relocations for EVP_CipherUpdate/EVP_DecryptUpdate/EVP_Cipher",
-    "its GOT entries for the record functions are bound past tlsmeter (RTLD_DEEPBIND or "
-    "another link-map namespace)",
-    "OpenSSL 1.x: tlsmeter hooks OpenSSL 3 only and leaves this copy alone",
+/* The reasons in words (`why`), for every reason the preload writes. */
+static const char *const reason_text[TLSM_BLIND_N] = {
+    [TLSM_BLIND_SYMBOLIC] =
+        "linked -Bsymbolic (DF_SYMBOLIC): its calls into its own OpenSSL bypass the PLT",
+    [TLSM_BLIND_NO_EXPORTS] = "exports no OpenSSL symbols (hidden visibility or a version script)",
+    [TLSM_BLIND_NO_RELOCS] = "has no JUMP_SLOT/GLOB_DAT relocations for "
+                             "EVP_CipherUpdate/EVP_DecryptUpdate/EVP_Cipher",
+    [TLSM_BLIND_GOT_ELSEWHERE] = "its GOT entries for the record functions are bound past "
+                                 "tlsmeter (RTLD_DEEPBIND or another link-map namespace)",
+    [TLSM_BLIND_OPENSSL_1] =
+        "OpenSSL 1.x: tlsmeter hooks OpenSSL 3 only and leaves this copy alone",
+    [TLSM_BLIND_KTLS] = "kernel TLS receive: the kernel decrypts this connection's records, no "
+                        "EVP call is made",
+    [TLSM_BLIND_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3) does TLS in this process: "
+                                 "tlsmeter measures OpenSSL 3 only",
 };
-#define NREASONS ((int)(sizeof(reason_names) / sizeof(reason_names[0])))
 
 /* The record-level functions: an object whose TLS code calls none of them through a
  * relocation never produces a rec event. */
@@ -288,15 +293,30 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static void reasons_json(unsigned r, char *buf, size_t cap, bool text)
+void tlsm_blind_reasons_write(struct tlsm_json *j, unsigned reasons)
 {
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < NREASONS && n < cap; i++)
-        if (r & (1u << i))
-            n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", n > 1 ? "," : "",
-                                  text ? reason_text[i] : reason_names[i]);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
+    tlsm_json_arr(j, "reasons");
+    for (int i = 0; i < TLSM_BLIND_N; i++)
+        if (reasons >> i & 1)
+            tlsm_json_item_safe(j, tlsm_blind_name((enum tlsm_blind)i));
+    tlsm_json_arr_end(j);
+}
+
+/* `why`: the reasons in words; those without words here are the caller's to say. */
+static void why_write(struct tlsm_json *j, unsigned reasons)
+{
+    tlsm_json_arr(j, "why");
+    for (int i = 0; i < TLSM_BLIND_N; i++)
+        if (reasons >> i & 1 && reason_text[i])
+            tlsm_json_item_safe(j, reason_text[i]);
+    tlsm_json_arr_end(j);
+}
+
+/* The reasons and their words of a blind event or entry that has one reason only. */
+void tlsm_blind_one_reason_write(struct tlsm_json *j, enum tlsm_blind r)
+{
+    tlsm_blind_reasons_write(j, 1u << r);
+    why_write(j, 1u << r);
 }
 
 /* Plain-words summary of the reasons, for the stderr notice. */
@@ -307,25 +327,23 @@ static void reasons_words(unsigned r, char *buf, size_t cap)
                                         "GOT bound past tlsmeter", "OpenSSL 1.x"};
     size_t n = 0;
     buf[0] = 0;
-    for (int i = 0; i < NREASONS && n < cap; i++)
+    for (int i = 0; i < TLSM_BLIND_OPENSSL_1 + 1 && n < cap; i++)
         if (r & (1u << i))
             n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", words[i]);
 }
 
 static void write_blind_event(const struct blind *b)
 {
-    char line[TLSM_LINE_MAX], names[160], text[1024];
+    char line[TLSM_LINE_MAX];
     struct tlsm_json j;
-    reasons_json(b->reasons, names, sizeof(names), false);
-    reasons_json(b->reasons, text, sizeof(text), true);
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", b->path);
     tlsm_json_str(&j, "build_id", b->build_id);
     tlsm_json_str(&j, "version", b->version);
     tlsm_json_str(&j, "what", "tls");
-    tlsm_json_raw(&j, "reasons", names);
-    tlsm_json_raw(&j, "why", text);
+    tlsm_blind_reasons_write(&j, b->reasons);
+    why_write(&j, b->reasons);
     tlsm_json_int(&j, "record_relocs", b->relocs);
     tlsm_json_int(&j, "got_tlsmeter", b->got_us);
     tlsm_json_int(&j, "got_elsewhere", b->got_elsewhere);
@@ -358,7 +376,7 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
     char line[TLSM_LINE_MAX], bid[80];
     struct tlsm_json j;
     tlsm_build_id(lib->lm, bid, sizeof(bid));
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_int(&j, "tid", tlsm_th.tid);
     tlsm_json_int(&j, "conn", conn);
@@ -367,10 +385,7 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
     tlsm_json_str(&j, "build_id", bid);
     tlsm_json_str(&j, "version", lib->version);
     tlsm_json_str(&j, "what", "ktls");
-    tlsm_json_raw(&j, "reasons", "[\"ktls\"]");
-    tlsm_json_raw(&j, "why",
-                  "[\"kernel TLS receive: the kernel decrypts this connection's "
-                  "records, no EVP call is made\"]");
+    tlsm_blind_one_reason_write(&j, TLSM_BLIND_KTLS);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
@@ -436,21 +451,13 @@ static int collect_pairs(void)
 
 static void write_fwd_event(const struct fwd_pair *p)
 {
-    char line[TLSM_LINE_MAX], list[1024];
-    size_t n = (size_t)snprintf(list, sizeof(list), "[");
-    for (int id = 0; id < TLSM_FN_COUNT && n < sizeof(list); id++)
-        if (p->fns & (1ull << id))
-            n += (size_t)snprintf(list + n, sizeof(list) - n, "%s\"%s\"", n > 1 ? "," : "",
-                                  tlsm_hooks[id].name);
-    if (n >= sizeof(list) - 1)
-        return;
-    snprintf(list + n, sizeof(list) - n, "]");
+    char line[TLSM_LINE_MAX];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "fwd");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(FWD));
     tlsm_json_str(&j, "from", p->from->path);
     tlsm_json_int(&j, "lib", p->to->lib_id);
     tlsm_json_str(&j, "to", p->to->path);
-    tlsm_json_raw(&j, "fns", list);
+    tlsm_hooks_write(&j, "fns", p->fns);
     size_t len = tlsm_json_end(&j, line);
     if (len)
         tlsm_trace_line(line, len);
@@ -483,43 +490,37 @@ void tlsm_blind_at_exit(void)
         write_fwd_event(&pairs[k]);
 }
 
-/* `"path":"..."` through the JSON escaper (a one-key event minus its wrapper), "" if too long. */
-const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap)
+void tlsm_blind_end_write(struct tlsm_json *j)
 {
-    struct tlsm_json j;
-    tlsm_json_begin(&j, buf, cap, "x");
-    tlsm_json_str(&j, "path", p);
-    size_t n = tlsm_json_end(&j, buf);
-    if (n < 2)
-        return "";
-    buf[n - 2] = 0; /* drop "}\n" */
-    return buf + strlen("{\"ev\":\"x\",");
-}
-
-size_t tlsm_blind_end_json(char *buf, size_t cap)
-{
-    char path[600], names[160];
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < nfound && n < cap; i++) {
-        const char *pm = tlsm_blind_path_member(found[i].path, path, sizeof(path));
-        reasons_json(found[i].reasons, names, sizeof(names), false);
-        if (*pm)
-            n += (size_t)snprintf(buf + n, cap - n, "%s{%s,\"what\":\"tls\",\"reasons\":%s}",
-                                  n > 1 ? "," : "", pm, names);
+    enum { BLIND_MAX = 1536 }; /* the end line's other members keep their room */
+    char *end = j->end;
+    if (j->end - j->p > BLIND_MAX)
+        j->end = j->p + BLIND_MAX;
+    tlsm_json_arr(j, "blind");
+    for (int i = 0; i < nfound; i++) {
+        char *mark = j->p;
+        tlsm_json_obj_item(j);
+        tlsm_json_str(j, "path", found[i].path);
+        tlsm_json_safe(j, "what", "tls");
+        tlsm_blind_reasons_write(j, found[i].reasons);
+        tlsm_json_obj_end(j);
+        tlsm_json_entry_kept(j, mark);
     }
-    for (int i = 0; i < MAX_KTLS && n < cap; i++) {
+    for (int i = 0; i < MAX_KTLS; i++) {
         const struct tlsm_obj *lib = atomic_load(&ktls_libs[i].lib);
-        const char *pm = lib ? tlsm_blind_path_member(lib->path, path, sizeof(path)) : "";
-        if (*pm)
-            n += (size_t)snprintf(buf + n, cap - n,
-                                  "%s{%s,\"what\":\"ktls\",\"reasons\":[\"ktls\"],\"conns\":%d}",
-                                  n > 1 ? "," : "", pm, atomic_load(&ktls_libs[i].conns));
+        char *mark = j->p;
+        if (!lib)
+            continue;
+        tlsm_json_obj_item(j);
+        tlsm_json_str(j, "path", lib->path);
+        tlsm_json_safe(j, "what", "ktls");
+        tlsm_blind_reasons_write(j, 1u << TLSM_BLIND_KTLS);
+        tlsm_json_int(j, "conns", atomic_load(&ktls_libs[i].conns));
+        tlsm_json_obj_end(j);
+        tlsm_json_entry_kept(j, mark);
     }
-    if (n < cap)
-        n += tlsm_blind_calls_end_json(buf + n, cap - n, n > 1);
-    if (n < cap)
-        n += tlsm_other_end_json(buf + n, cap - n, n > 1);
-    if (n < cap)
-        n += (size_t)snprintf(buf + n, cap - n, "]");
-    return n < cap ? n : 0;
+    tlsm_blind_calls_end_write(j);
+    tlsm_other_end_write(j);
+    j->end = end; /* the closing bracket always has its room again */
+    tlsm_json_arr_end(j);
 }

@@ -4,6 +4,9 @@
 #ifndef TLSM_BLIND_H
 #define TLSM_BLIND_H
 
+#include "common/schema.h"
+#include "base/json.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,18 +32,22 @@ void tlsm_blind_orphan_record(uint64_t now);
 void tlsm_blind_calls_at_exit(void);
 /* dlclose hook, before the real dlclose: the object may be the one calling past the hooks. */
 void tlsm_blind_calls_before_dlclose(void);
-/* Its entries for end.blind, each preceded by a comma when comma or after the first; whole
- * entries only, two bytes of buf always left for the caller's closing bracket. */
-size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma);
-/* `"path":"..."` JSON-escaped into buf; "" when it does not fit. */
-const char *tlsm_blind_path_member(const char *p, char *buf, size_t cap);
+/* Its entries of end.blind, as items of the open array; whole entries only. */
+void tlsm_blind_calls_end_write(struct tlsm_json *j);
+/* `"reasons"`: the names of the reasons set (bit per enum tlsm_blind). */
+void tlsm_blind_reasons_write(struct tlsm_json *j, unsigned reasons);
+/* `"reasons"` and `"why"` of an event with the one reason r (ktls, other_library). */
+void tlsm_blind_one_reason_write(struct tlsm_json *j, enum tlsm_blind r);
+
 /* otherlib.c: other TLS libraries (GnuTLS, NSS, Mbed TLS, wolfSSL) named at their first
  * hooked call; OpenSSL forks (BoringSSL, LibreSSL) when tlsm_obj_describe meets one: true
  * means o is one (and was named), h a handle on it. */
 bool tlsm_other_fork(const struct tlsm_obj *o, void *h);
 void tlsm_other_at_exit(void);
-size_t tlsm_other_end_json(char *buf, size_t cap, bool comma);
-/* The end event's `blind` array (JSON), "[]" when there is none; 0 if it did not fit. */
-size_t tlsm_blind_end_json(char *buf, size_t cap);
+/* Its entries of end.blind, as items of the open array; whole entries only. */
+void tlsm_other_end_write(struct tlsm_json *j);
+/* The end event's `blind` array, `[]` when there is none; entries past its share of the
+ * line are left out whole. */
+void tlsm_blind_end_write(struct tlsm_json *j);
 
 #endif

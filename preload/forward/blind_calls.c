@@ -182,15 +182,14 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-static size_t fns_json(uint64_t fns, char *buf, size_t cap, const char *sep, bool quote)
+/* The functions' names as "a, b, c" (for the words). */
+static void fns_words(uint64_t fns, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = 0;
     for (int id = 0; id < TLSM_FN_COUNT && n < cap; id++)
         if (fns & (1ull << id))
-            n += (size_t)snprintf(buf + n, cap - n, "%s%s%s%s", n ? sep : "", quote ? "\"" : "",
-                                  tlsm_hooks[id].name, quote ? "\"" : "");
-    return n < cap ? n : 0;
+            n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", tlsm_hooks[id].name);
 }
 
 static const char *scope_words(const struct caller *c)
@@ -202,25 +201,22 @@ static const char *scope_words(const struct caller *c)
 
 static void write_event(struct caller *c)
 {
-    char line[TLSM_LINE_MAX], fns[512], list[520], text[1400], esc[1500], why[1510];
+    char line[TLSM_LINE_MAX], fns[512], text[1400];
     struct tlsm_json j;
-    fns_json(c->fns, fns, sizeof(fns), ",", true);
-    snprintf(list, sizeof(list), "[%s]", fns);
-    fns_json(c->fns, fns, sizeof(fns), ", ", false);
+    fns_words(c->fns, fns, sizeof(fns));
     snprintf(text, sizeof(text),
              "its GOT slots for %s point past tlsmeter's hooks, straight into %s (%s)", fns,
              c->bound_to, scope_words(c));
-    /* The path inside goes through the JSON escaper: `"path":"..."` minus its key. */
-    const char *pm = tlsm_blind_path_member(text, esc, sizeof(esc));
-    snprintf(why, sizeof(why), "[%s]", *pm ? pm + strlen("\"path\":") : "\"\"");
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", c->path);
     tlsm_json_str(&j, "build_id", c->build_id);
     tlsm_json_str(&j, "what", "calls");
-    tlsm_json_raw(&j, "reasons", "[\"calls_elsewhere\"]");
-    tlsm_json_raw(&j, "why", why);
-    tlsm_json_raw(&j, "fns", list);
+    tlsm_blind_reasons_write(&j, 1u << TLSM_BLIND_CALLS_ELSEWHERE);
+    tlsm_json_arr(&j, "why");
+    tlsm_json_item_str(&j, text); /* it holds a path: escaped */
+    tlsm_json_arr_end(&j);
+    tlsm_hooks_write(&j, "fns", c->fns);
     tlsm_json_str(&j, "bound_to", c->bound_to);
     tlsm_json_str(&j, "scope", c->deepbind ? "deepbind" : "namespace");
     tlsm_json_str(&j, "needed_by", c->needed_by);
@@ -241,7 +237,7 @@ static void report(void)
         struct caller *c = &callers[i];
         if (!c->warned && atomic_load_explicit(&orphans, memory_order_relaxed)) {
             c->warned = true;
-            fns_json(c->fns, fns, sizeof(fns), ", ", false);
+            fns_words(c->fns, fns, sizeof(fns));
             tlsm_warn("%s%s%s%s calls %s past tlsmeter's hooks (%s): its reads are not in the "
                       "trace",
                       c->path, c->needed_by[0] ? " (needed by " : "", c->needed_by,
@@ -315,24 +311,17 @@ void tlsm_blind_calls_at_exit(void)
     atomic_store_explicit(&busy, 0, memory_order_release);
 }
 
-size_t tlsm_blind_calls_end_json(char *buf, size_t cap, bool comma)
+void tlsm_blind_calls_end_write(struct tlsm_json *j)
 {
-    char fns[512], path[600];
-    size_t n = 0;
     int count = atomic_load_explicit(&ncallers, memory_order_acquire);
-    for (int i = 0; i < count && n + 2 < cap; i++) {
-        const char *pm = tlsm_blind_path_member(callers[i].path, path, sizeof(path));
-        if (!*pm || !fns_json(callers[i].fns, fns, sizeof(fns), ",", true))
-            continue;
-        size_t e = (size_t)snprintf(buf + n, cap - n,
-                                    "%s{%s,\"what\":\"calls\",\"reasons\":[\"calls_elsewhere\"],"
-                                    "\"fns\":[%s]}",
-                                    comma || n ? "," : "", pm, fns);
-        if (n + e + 2 > cap) { /* whole entries only, room left for the closing bracket */
-            buf[n] = 0;
-            break;
-        }
-        n += e;
+    for (int i = 0; i < count; i++) {
+        char *mark = j->p;
+        tlsm_json_obj_item(j);
+        tlsm_json_str(j, "path", callers[i].path);
+        tlsm_json_safe(j, "what", "calls");
+        tlsm_blind_reasons_write(j, 1u << TLSM_BLIND_CALLS_ELSEWHERE);
+        tlsm_hooks_write(j, "fns", callers[i].fns);
+        tlsm_json_obj_end(j);
+        tlsm_json_entry_kept(j, mark);
     }
-    return n;
 }

@@ -201,13 +201,12 @@ static void write_lib_event(struct tlsm_obj *o)
     if (o->lib_gen == gen) /* once per trace file */
         return;
     o->lib_gen = gen;
-    char line[TLSM_LINE_MAX], caps[256], base[24], bid[80];
+    char line[TLSM_LINE_MAX], base[24], bid[80];
     struct tlsm_json j;
     const char *cpuinfo = version_str(o, OPENSSL_CPU_INFO);
-    tlsm_caps_json(cpuinfo, caps, sizeof(caps));
     snprintf(base, sizeof(base), "0x%lx", (unsigned long)o->lm->l_addr);
     tlsm_build_id(o->lm, bid, sizeof(bid));
-    tlsm_json_begin(&j, line, sizeof(line), "lib");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(LIB));
     tlsm_json_int(&j, "id", o->lib_id);
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", o->path);
@@ -219,7 +218,7 @@ static void write_lib_event(struct tlsm_obj *o)
     tlsm_json_str(&j, "platform", version_str(o, OPENSSL_PLATFORM));
     tlsm_json_str(&j, "cflags", version_str(o, OPENSSL_CFLAGS));
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
-    tlsm_json_raw(&j, "caps", caps);
+    tlsm_caps_write(&j, tlsm_caps_decode(cpuinfo));
     tlsm_json_str(&j, "role", "app");
     if (o->old_abi)
         tlsm_json_str(&j, "left_alone", o->foreign ? "other_tls" : "openssl_1");
@@ -270,28 +269,26 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     tlsm_th.guard--;
 }
 
-size_t tlsm_obj_end_json(char *buf, size_t cap)
+void tlsm_obj_end_write(struct tlsm_json *j)
 {
-    size_t n = (size_t)snprintf(buf, cap, "[");
+    enum { LIBS_MAX = 2048 }; /* the end line's other members keep their room */
+    char *start = j->p;
     int count = atomic_load_explicit(&nobjs, memory_order_acquire);
-    for (int i = 0; i < count && n < cap; i++) {
+    tlsm_json_arr(j, "libs");
+    for (int i = 0; i < count; i++) {
         if (!objs[i].lib_id)
             continue;
-        n += (size_t)snprintf(buf + n, cap - n, "%s{\"id\":%d,\"hooks\":[", n > 1 ? "," : "",
-                              objs[i].lib_id);
-        int first = 1;
-        for (int f = 0; f < TLSM_FN_COUNT && n < cap; f++)
-            if (objs[i].hooks_into & (1ull << f)) {
-                n +=
-                    (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", first ? "" : ",", hook_names[f]);
-                first = 0;
-            }
-        if (n < cap)
-            n += (size_t)snprintf(buf + n, cap - n, "]}");
+        tlsm_json_obj_item(j);
+        tlsm_json_int(j, "id", objs[i].lib_id);
+        tlsm_hooks_write(j, "hooks", objs[i].hooks_into);
+        tlsm_json_obj_end(j);
     }
-    if (n < cap)
-        n += (size_t)snprintf(buf + n, cap - n, "]");
-    return n < cap ? n : 0;
+    tlsm_json_arr_end(j);
+    if (j->full || j->p - start > LIBS_MAX) {
+        tlsm_json_rewind(j, start);
+        tlsm_json_arr(j, "libs");
+        tlsm_json_arr_end(j);
+    }
 }
 
 /* fork(): see main.c. */

@@ -61,8 +61,9 @@ struct tlsm_obj *tlsm_obj_of(const void *addr);
 /* First time a hook forwards into o: learn what it is, write its lib event. */
 void tlsm_obj_describe(struct tlsm_obj *o);
 void tlsm_obj_mark_stale(void);
-/* For the end event: every described instance with the hooks that resolved into it. */
-size_t tlsm_obj_end_json(char *buf, size_t cap);
+/* The end event's "libs": every described instance with the hooks that resolved into it;
+ * [] when they do not fit their share of the line. */
+void tlsm_obj_end_write(struct tlsm_json *j);
 int tlsm_next_lib_id(void);
 /* The OpenSSL 1.x version text of the registered object lm, NULL if it is not one. */
 const char *tlsm_obj_old_abi(const struct link_map *lm);

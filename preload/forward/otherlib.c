@@ -63,17 +63,14 @@ static void write_event(struct other *o, enum other_kind k)
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
     o->gen = tlsm_trace_generation();
-    tlsm_json_begin(&j, line, sizeof(line), "blind");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(BLIND));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", o->path);
     tlsm_json_str(&j, "build_id", o->build_id);
     tlsm_json_str(&j, "version", o->version);
     tlsm_json_str(&j, "what", "other_tls");
     tlsm_json_str(&j, "library", kind_names[k]);
-    tlsm_json_raw(&j, "reasons", "[\"other_library\"]");
-    tlsm_json_raw(&j, "why",
-                  "[\"another TLS library (not OpenSSL 3) does TLS in this process: "
-                  "tlsmeter measures OpenSSL 3 only\"]");
+    tlsm_blind_one_reason_write(&j, TLSM_BLIND_OTHER_LIBRARY);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
@@ -199,32 +196,25 @@ void tlsm_other_at_exit(void)
             write_event(&others[k], (enum other_kind)k); /* a forked child's own file */
 }
 
-size_t tlsm_other_end_json(char *buf, size_t cap, bool comma)
+void tlsm_other_end_write(struct tlsm_json *j)
 {
-    char path[600];
-    size_t n = 0;
-    for (int k = 0; k < K_N && n + 2 < cap; k++) {
+    for (int k = 0; k < K_N; k++) {
         const struct other *o = &others[k];
-        const char *pm =
-            atomic_load(&o->state) == 2 ? tlsm_blind_path_member(o->path, path, sizeof(path)) : "";
         uint64_t calls = 0;
-        if (!*pm)
+        char *mark = j->p;
+        if (atomic_load(&o->state) != 2)
             continue;
         for (int id = 0; id < TLSM_FN_COUNT; id++)
             if (hook_kind(id) == k)
                 calls += tlsm_thread_calls(id);
-        char count[32] = ""; /* forks are counted under the SSL_* hooks */
-        if (k < K_BORINGSSL)
-            snprintf(count, sizeof(count), ",\"calls\":%llu", (unsigned long long)calls);
-        size_t e = (size_t)snprintf(buf + n, cap - n,
-                                    "%s{%s,\"what\":\"other_tls\",\"library\":\"%s\","
-                                    "\"reasons\":[\"other_library\"]%s}",
-                                    comma || n ? "," : "", pm, kind_names[k], count);
-        if (n + e + 2 > cap) { /* whole entries only, room left for the closing bracket */
-            buf[n] = 0;
-            break;
-        }
-        n += e;
+        tlsm_json_obj_item(j);
+        tlsm_json_str(j, "path", o->path);
+        tlsm_json_safe(j, "what", "other_tls");
+        tlsm_json_safe(j, "library", kind_names[k]);
+        tlsm_blind_reasons_write(j, 1u << TLSM_BLIND_OTHER_LIBRARY);
+        if (k < K_BORINGSSL) /* forks are counted under the SSL_* hooks */
+            tlsm_json_int(j, "calls", (int64_t)calls);
+        tlsm_json_obj_end(j);
+        tlsm_json_entry_kept(j, mark);
     }
-    return n;
 }

@@ -248,3 +248,13 @@ void tlsm_resolve_atfork(bool take)
     else
         pthread_mutex_unlock(&slot_lock);
 }
+
+void tlsm_hooks_write(struct tlsm_json *j, const char *key, uint64_t fns)
+{
+    tlsm_json_key(j, key);
+    tlsm_json_nest_k(j, TLSM_AFTER_KEY);
+    for (int id = 0; id < TLSM_FN_COUNT; id++)
+        if (fns & (1ull << id))
+            tlsm_json_item_safe(j, tlsm_hooks[id].name);
+    tlsm_json_arr_end(j);
+}

@@ -3,6 +3,7 @@
 #ifndef TLSM_RESOLVE_H
 #define TLSM_RESOLVE_H
 
+#include "base/json.h"
 #include "base/fn.h"
 #include "trace/thread.h"
 
@@ -31,6 +32,8 @@ struct tlsm_hook {
 };
 
 extern struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT];
+/* An array member named key: the names of the hooked functions in fns (bit per id). */
+void tlsm_hooks_write(struct tlsm_json *j, const char *key, uint64_t fns);
 
 struct tlsm_fwd {
     void *fn;

@@ -183,7 +183,7 @@ static void write_lib_event(struct tlsm_backend *b)
     char line[TLSM_LINE_MAX];
     struct tlsm_json j;
     const char *cpuinfo = b->OpenSSL_version(OPENSSL_CPU_INFO);
-    tlsm_json_begin(&j, line, sizeof(line), "lib");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(LIB));
     tlsm_json_int(&j, "id", b->lib_id);
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "path", b->source);
@@ -193,7 +193,7 @@ static void write_lib_event(struct tlsm_backend *b)
     tlsm_json_str(&j, "platform", b->OpenSSL_version(OPENSSL_PLATFORM));
     tlsm_json_str(&j, "cflags", b->OpenSSL_version(OPENSSL_CFLAGS));
     tlsm_json_str(&j, "cpuinfo", cpuinfo);
-    tlsm_json_raw(&j, "caps", b->caps);
+    tlsm_caps_write(&j, b->caps);
     tlsm_json_str(&j, "role", "backend");
     tlsm_json_str(&j, "mode", tlsm_mode_name(b->mode));
     tlsm_json_str(&j, "propq", b->propq ? b->propq : "");
@@ -268,7 +268,7 @@ static int load(struct tlsm_backend *b, enum tlsm_crypto_mode mode, const char *
         memset(b->ciphers, 0, sizeof(b->ciphers));
         return -1;
     }
-    tlsm_caps_json(b->OpenSSL_version(OPENSSL_CPU_INFO), b->caps, sizeof(b->caps));
+    b->caps = tlsm_caps_decode(b->OpenSSL_version(OPENSSL_CPU_INFO));
     b->lib_id = tlsm_next_lib_id();
     return 0;
 }

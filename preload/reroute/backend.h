@@ -5,6 +5,7 @@
 #ifndef TLSM_BACKEND_H
 #define TLSM_BACKEND_H
 
+#include "base/caps.h"
 #include "trace/config.h"
 
 #include <openssl/err.h>
@@ -14,8 +15,8 @@
 struct tlsm_backend {
     enum tlsm_crypto_mode mode;
     int lib_id;
-    char source[512]; /* the file that was copied */
-    char caps[256];   /* decoded capability bits (JSON) */
+    char source[512];      /* the file that was copied */
+    struct tlsm_caps caps; /* decoded capability bits */
     const char *propq;
     __typeof__(&EVP_CIPHER_CTX_new) EVP_CIPHER_CTX_new;
     __typeof__(&EVP_CIPHER_CTX_free) EVP_CIPHER_CTX_free;

@@ -14,15 +14,15 @@
 
 static _Atomic int done;
 
-static const char *impl_class(const struct tlsm_backend *b)
+static enum tlsm_class impl_class(const struct tlsm_backend *b)
 {
-    const char *c = b->caps;
-    if ((strstr(c, "\"aesni\":true") && strstr(c, "\"pclmulqdq\":true")) ||
-        (strstr(c, "\"aes\":true") && strstr(c, "\"pmull\":true")))
-        return "hardware";
-    if (strstr(c, "\"ssse3\":true") || strstr(c, "\"neon\":true"))
-        return "vector";
-    return "table";
+    struct tlsm_caps c = b->caps;
+    if ((tlsm_caps_has(c, TLSM_CAP_AESNI) && tlsm_caps_has(c, TLSM_CAP_PCLMULQDQ)) ||
+        (tlsm_caps_has(c, TLSM_CAP_AES) && tlsm_caps_has(c, TLSM_CAP_PMULL)))
+        return TLSM_CLASS_HARDWARE;
+    if (tlsm_caps_has(c, TLSM_CAP_SSSE3) || tlsm_caps_has(c, TLSM_CAP_NEON))
+        return TLSM_CLASS_VECTOR;
+    return TLSM_CLASS_TABLE;
 }
 
 /* One record: nonce, tag, AAD, payload, final: the calls libssl makes. */
@@ -81,11 +81,13 @@ static void emit(struct tlsm_backend *b, const char *cipher, double nspb, int n)
 {
     char line[512];
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, sizeof(line), "calib");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CALIB));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     tlsm_json_str(&j, "cipher", cipher);
     /* ChaCha20 has no dedicated instructions: its fast path is SIMD (AVX2/NEON). */
-    tlsm_json_str(&j, "impl", strncmp(cipher, "ChaCha", 6) ? impl_class(b) : "vector");
+    tlsm_json_safe(
+        &j, "impl",
+        tlsm_class_name(strncmp(cipher, "ChaCha", 6) ? impl_class(b) : TLSM_CLASS_VECTOR));
     tlsm_json_str(&j, "mode", tlsm_mode_name(b->mode));
     tlsm_json_int(&j, "lib", b->lib_id);
     tlsm_json_int(&j, "record", REC);

@@ -287,19 +287,21 @@ void tlsm_reroute_end(struct tlsm_rec_state *st)
     st->vbuf_len = 0;
 }
 
-size_t tlsm_reroute_json(char *buf, size_t cap)
+void tlsm_reroute_write(struct tlsm_json *j)
 {
-    int n = snprintf(buf, cap,
-                     "{\"mode\":\"%s\",\"routed\":%llu,\"fallback\":%llu,\"shadow_fail\":%llu,"
-                     "\"verified\":%llu,\"mismatches\":%llu,\"off_reason\":\"",
-                     tlsm_mode_name(tlsm_cfg.crypto), (unsigned long long)n_routed,
-                     (unsigned long long)n_fallback, (unsigned long long)n_shadow_fail,
-                     (unsigned long long)n_verified, (unsigned long long)n_mismatch);
-    const char *why = tlsm_backend_error()[0] ? tlsm_backend_error() : tlsm_config_crypto_error;
-    for (const char *e = why; *e && n + 4 < (int)cap; e++)
-        buf[n++] = (*e == '"' || *e == '\\') ? '\'' : (*e < 0x20 ? ' ' : *e);
-    n += snprintf(buf + n, cap - (size_t)n, "\"}");
-    return (size_t)n < cap ? (size_t)n : 0;
+    enum { WHY_MAX = 600 }; /* a backend error quotes paths: the line keeps its room */
+    char why[WHY_MAX];
+    snprintf(why, sizeof(why), "%s",
+             tlsm_backend_error()[0] ? tlsm_backend_error() : tlsm_config_crypto_error);
+    tlsm_json_obj(j, "reroute");
+    tlsm_json_safe(j, "mode", tlsm_mode_name(tlsm_cfg.crypto));
+    tlsm_json_int(j, "routed", (int64_t)n_routed);
+    tlsm_json_int(j, "fallback", (int64_t)n_fallback);
+    tlsm_json_int(j, "shadow_fail", (int64_t)n_shadow_fail);
+    tlsm_json_int(j, "verified", (int64_t)n_verified);
+    tlsm_json_int(j, "mismatches", (int64_t)n_mismatch);
+    tlsm_json_str(j, "off_reason", why);
+    tlsm_json_obj_end(j);
 }
 
 /* A context the core began to track: calibrate once (TLSMETER_CALIBRATE) and make its shadow. */

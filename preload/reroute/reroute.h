@@ -34,6 +34,6 @@ void tlsm_reroute_detach(struct tlsm_rec_state *st);
 /* Follow the core's tracked contexts (struct tlsm_rec_observer); once, at start-up. */
 void tlsm_reroute_observe(void);
 /* The end event's "reroute" object. */
-size_t tlsm_reroute_json(char *buf, size_t cap);
+void tlsm_reroute_write(struct tlsm_json *j);
 
 #endif

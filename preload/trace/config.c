@@ -229,50 +229,51 @@ void tlsm_config_load(void)
     warn_unknown();
 }
 
-static size_t json_value(char *buf, size_t cap, const struct opt *o)
+static void json_value(struct tlsm_json *j, const struct opt *o)
 {
     switch (o->type) {
     case OPT_BOOL:
-        return (size_t)snprintf(buf, cap, "%s", *(bool *)o->dst ? "true" : "false");
+        tlsm_json_bool_k(j, TLSM_AFTER_KEY, *(bool *)o->dst);
+        break;
     case OPT_UINT:
-        return (size_t)snprintf(buf, cap, "%u", *(unsigned *)o->dst);
+        tlsm_json_int_k(j, TLSM_AFTER_KEY, *(unsigned *)o->dst);
+        break;
     case OPT_MODE:
-        return (size_t)snprintf(buf, cap, "\"%s\"",
-                                tlsm_mode_name(*(enum tlsm_crypto_mode *)o->dst));
+        tlsm_json_safe_k(j, TLSM_AFTER_KEY, tlsm_mode_name(*(enum tlsm_crypto_mode *)o->dst));
+        break;
     case OPT_CHOICE:
-        return (size_t)snprintf(buf, cap, "\"%s\"", choices(o)[*(unsigned *)o->dst]);
-    default: {
-        /* User paths and queries hold any bytes: escaped as every trace string is. A value
-         * that does not fit is not cut (into invalid JSON): its length is said instead. */
-        const char *s = *(const char **)o->dst ? *(const char **)o->dst : "";
-        struct tlsm_json j = {.p = buf, .end = buf + cap};
-        tlsm_json_put(&j, "\"", 1);
-        tlsm_json_escaped(&j, s);
-        tlsm_json_put(&j, "\"", 1);
-        if (!j.full)
-            return (size_t)(j.p - buf);
-        return (size_t)snprintf(buf, cap, "\"(%zu bytes: too long for the header)\"", strlen(s));
-    }
+        tlsm_json_safe_k(j, TLSM_AFTER_KEY, choices(o)[*(unsigned *)o->dst]);
+        break;
+    default: /* user paths and queries hold any bytes: escaped as every trace string is */
+        tlsm_json_str_k(j, TLSM_AFTER_KEY, *(const char **)o->dst);
     }
 }
 
-/* The settings as the inside of a JSON object; an entry that does not fit in cap is left
- * out whole, so the result is always valid JSON. */
-size_t tlsm_config_json(char *buf, size_t cap)
+/* The header's "config" object: every setting by name. A value past its share of the line
+ * is not cut (into invalid JSON): its length is said instead; an entry that still does not
+ * fit is left out whole. */
+void tlsm_config_write(struct tlsm_json *j)
 {
-    size_t n = 0;
+    enum { VALUE_MAX = 1024 }; /* room left for the rest of the header in a 4 KiB line */
+    tlsm_json_obj(j, "config");
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-        if (opts[i].dst == &tlsm_cfg.help)
+        if (opts[i].dst == &tlsm_cfg.help || j->full)
             continue;
-        size_t k = (size_t)snprintf(buf + n, cap - n, "%s\"%s\":", n ? "," : "", opts[i].name);
-        size_t v = n + k < cap ? json_value(buf + n + k, cap - n - k, &opts[i]) : cap;
-        if (n + k + v >= cap) {
-            buf[n] = 0;
+        char *entry = j->p;
+        tlsm_json_key(j, opts[i].name);
+        char *value = j->p;
+        json_value(j, &opts[i]);
+        if (!j->full && j->p - value <= VALUE_MAX && j->p < j->end) /* room for the `}` */
             continue;
-        }
-        n += k + v;
+        const char *s = *(const char **)opts[i].dst;
+        char text[64];
+        snprintf(text, sizeof(text), "(%zu bytes: too long for the header)", strlen(s ? s : ""));
+        tlsm_json_rewind(j, value);
+        tlsm_json_safe_k(j, TLSM_AFTER_KEY, text);
+        if (j->full || j->p == j->end)
+            tlsm_json_rewind(j, entry);
     }
-    return n;
+    tlsm_json_obj_end(j);
 }
 
 void tlsm_config_print_help(int fd)

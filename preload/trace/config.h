@@ -2,6 +2,8 @@
 #ifndef TLSM_CONFIG_H
 #define TLSM_CONFIG_H
 
+#include "base/json.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -34,8 +36,8 @@ extern char tlsm_config_crypto_error[128];
 
 /* Parse the environment into tlsm_cfg; warns once per malformed or unknown variable. */
 void tlsm_config_load(void);
-/* Append the settings in effect as a JSON object body ("k":v,...) to buf. */
-size_t tlsm_config_json(char *buf, size_t cap);
+/* The header's "config" member: the settings in effect, by name. */
+void tlsm_config_write(struct tlsm_json *j);
 /* Print the table (name, type, default, help) to fd: TLSMETER_HELP=1 and the wrapper's --help. */
 void tlsm_config_print_help(int fd);
 const char *tlsm_mode_name(enum tlsm_crypto_mode m);

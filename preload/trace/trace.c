@@ -161,7 +161,7 @@ _Atomic unsigned tlsm_tr_nearly_warn;
 size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid)
 {
     struct tlsm_json j;
-    tlsm_json_begin(&j, line, cap, "warn");
+    tlsm_json_begin(&j, line, cap, TLSM_EV(WARN));
     tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
     if (with_pid)
         tlsm_json_int(&j, "pid", getpid());
@@ -296,7 +296,7 @@ void tlsm_tr_open_trace(void)
     choose_io(&st);
     tlsm_tr_trace_pid = getpid();
     trace_gen++;
-    tlsm_json_begin(&j, line, sizeof(line), "header");
+    tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(HEADER));
     struct tlsm_tr_hdr h = {unix_t0,         mono_t0,        mono_t0 - proc_mono0,
                             tlsm_tr_fork_of, tlsm_tr_mapped, io_note};
     tlsm_tr_header_fields(&j, &h);

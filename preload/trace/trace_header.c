@@ -14,7 +14,7 @@
 
 void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
 {
-    char cpu[256], exe[PATH_MAX], crypto[512], cfg[2048], comm[32] = "";
+    char cpu[256], exe[PATH_MAX], comm[32] = "";
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[n > 0 ? n : 0] = 0;
     FILE *f = fopen("/proc/self/comm", "re");
@@ -25,10 +25,6 @@ void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
         fclose(f);
     }
     tlsm_cpu_model(cpu, sizeof(cpu));
-    tlsm_cpu_crypto_json(crypto, sizeof(crypto));
-    cfg[0] = '{';
-    size_t c = tlsm_config_json(cfg + 1, sizeof(cfg) - 3);
-    snprintf(cfg + 1 + c, sizeof(cfg) - 1 - c, "}");
     tlsm_json_int(j, "format", 1);
     tlsm_json_str(j, "tool", "tlsmeter");
     tlsm_json_str(j, "version", TLSM_VERSION);
@@ -54,8 +50,8 @@ void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
     tlsm_json_str(j, "cpu", cpu);
     if (tlsm_cpu_emulated())
         tlsm_json_bool(j, "emulated", true);
-    tlsm_json_raw(j, "cpu_crypto", crypto);
+    tlsm_cpu_crypto_write(j);
     tlsm_json_int(j, "ncpu", sysconf(_SC_NPROCESSORS_ONLN));
     tlsm_json_str(j, "crypto_mode", tlsm_mode_name(tlsm_cfg.crypto));
-    tlsm_json_raw(j, "config", cfg);
+    tlsm_config_write(j); /* last: its long values may take what room is left */
 }

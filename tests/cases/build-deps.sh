@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # build-deps: the Makefile's header dependencies (-MMD -MP) rebuild exactly what includes a
-# touched file. A copy of the sources is built in a scratch tree; then preload/base/hooks.def, one
-# analyzer header and tests/progs/tlsget.h are touched in turn and `make -n` must compile
+# touched file. A copy of the sources is built in a scratch tree; then preload/base/hooks.def,
+# common/schema.def (the trace vocabulary both programs share), one analyzer header and
+# tests/progs/tlsget.h are touched in turn and `make -n` must compile
 # exactly the objects whose source includes it, directly or through another header (found by
 # following `#include "..."` lines here, not by the compiler). Also: a fresh build is
 # up to date (`make -q`), an object without its .d file is rebuilt, and a deleted header
@@ -11,7 +12,8 @@
 d=$(case_dir)
 src=$d/src
 mkdir -p "$src/tests"
-cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" "$src/"
+cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" \
+    "$TLSM_TOP/common" "$src/"
 cp -a "$TLSM_TOP/tests/progs" "$TLSM_TOP/tests/fuzz" "$src/tests/"
 # The fuzz target needs clang with libFuzzer; without it the other targets are still checked.
 goals=(all testprogs)
@@ -39,8 +41,9 @@ def reads(path, seen):
     seen.add(path)
     text = open(os.path.join(src, path)).read()
     for name in inc.findall(text):
-        # the preload compiles with -Ipreload, the analyzer and the fuzz target with -Ianalyzer
-        for base in (os.path.dirname(path), 'preload', 'analyzer'):
+        # the preload compiles with -Ipreload, the analyzer and the fuzz target with -Ianalyzer,
+        # both with -I. (for "common/schema.h")
+        for base in (os.path.dirname(path), 'preload', 'analyzer', '.'):
             cand = os.path.normpath(os.path.join(base, name))
             if os.path.exists(os.path.join(src, cand)):
                 reads(cand, seen)
@@ -97,6 +100,15 @@ check_touch() {
 }
 
 check_touch preload/base/hooks.def "the preload objects that include it, and the library"
+# The schema: the preload and analyzer objects that include common/schema.h, not the others.
+n_pre=$(users common/schema.def | grep -c '^b/preload/.*\.o$')
+n_ana=$(users common/schema.def | grep -c '^b/analyzer/.*\.o$')
+n_pre_all=$(find "$src/preload" -name '*.c' | wc -l)
+if [ "$n_pre" -eq 0 ] || [ "$n_ana" -eq 0 ] || [ "$n_pre" -ge "$n_pre_all" ]; then
+    fail "build-deps: common/schema.def has $n_pre of $n_pre_all preload users and $n_ana analyzer users (want some of each, not all of the preload)"
+else
+    check_touch common/schema.def "the $n_pre preload and $n_ana analyzer objects that include it, both programs"
+fi
 # An analyzer header that only some analyzer files include: those, not the rest, not the preload.
 hdr=analyzer/base/symbolize.h
 n_users=$(users $hdr | grep -c '^b/analyzer/.*\.o$')

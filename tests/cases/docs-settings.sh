@@ -5,7 +5,12 @@
 # and every key the preload writes into real traces is documented in docs/trace-format.md, in
 # that kind's section: a download with stacks, calibration and an unknown setting (a warn
 # event) on, a forked child, a download rerouted to the hardware backend with verification,
-# and a GnuTLS program (wget: a blind event). tests/tools/doccheck.py does the comparing.
+# and a GnuTLS program (wget: a blind event); and every key written, with its JSON type, and
+# every blind reason, capability, class, AES and GHASH name written is in common/schema.def.
+# (3) The schema against the docs: every kind and key of it documented in its section, every
+# blind reason, capability, class, AES and GHASH name in the docs, every verdict id in
+# docs/analyzer.md, a case for every kind in the analyzer's reader, and its table of hot keys
+# the schema's. tests/tools/doccheck.py does the comparing.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -15,6 +20,13 @@ tls_init "$d"
 tls_need_preload docs-settings
 DOC=$TLSM_TOP/docs/trace-format.md
 TOOL=$TLSM_TOOLS/doccheck.py
+SCHEMA=$TLSM_TOP/common/schema.def
+
+# (3) The schema and the docs (no trace needed).
+reader=$(find "$TLSM_TOP/analyzer" -name reader.c | head -n 1)
+fields=$(find "$TLSM_TOP/analyzer" -name event.c | head -n 1)
+check "docs-settings: common/schema.def is documented and the reader handles its kinds and keys" \
+    "$TLSM_PY" "$TOOL" schema "$SCHEMA" "$DOC" "$TLSM_TOP/docs/analyzer.md" "$reader" "$fields"
 
 # (1) Settings. /bin/true, not the shell's builtin: the preload must be loaded.
 TLSMETER_HELP=1 TLSMETER_DISABLE=1 run_traced /bin/true 2>"$d/help.txt"
@@ -66,8 +78,8 @@ done
 if ! grep -q '"fork_of"' "${TRACES[@]}"; then
     fail "docs-settings: no forked child's trace among ${#TRACES[@]} traces"
 fi
-check "docs-settings: every ev kind and key written (${#TRACES[@]} traces: $kinds) is in docs/trace-format.md" \
-    "$TLSM_PY" "$TOOL" keys "$DOC" "${TRACES[@]}"
+check "docs-settings: every ev kind and key written (${#TRACES[@]} traces: $kinds) is in docs/trace-format.md and common/schema.def" \
+    "$TLSM_PY" "$TOOL" keys --schema "$SCHEMA" "$DOC" "${TRACES[@]}"
 # The header's config object names exactly the settings the help lists (less TLSMETER_HELP).
 check "docs-settings: header.config names the same settings as TLSMETER_HELP=1" "$TLSM_PY" -c '
 import json, re, sys

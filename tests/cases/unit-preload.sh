@@ -10,7 +10,7 @@ cc=${CC:-cc}
 [ "${TLSM_ARCH:-x86_64}" = aarch64 ] && cc="aarch64-linux-gnu-gcc --sysroot=$TLSM_SYSROOT"
 san=()
 [ -n "${TLSM_SAN:-}" ] && san=(-fsanitize="$TLSM_SAN" -fno-sanitize-recover=all)
-if ! $cc -std=gnu11 -O2 -Wall -Wextra "${san[@]}" -I"$TLSM_TOP/preload" -o "$d/json" \
+if ! $cc -std=gnu11 -O2 -Wall -Wextra "${san[@]}" -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/json" \
     "$TLSM_TOP/tests/unit/json.c" "$TLSM_TOP/preload/base/json.c" 2>"$d/cc.err"; then
     fail "unit json: does not build: $(head -c 300 "$d/cc.err")"
     exit 0

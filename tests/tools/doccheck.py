@@ -5,6 +5,17 @@
                                                settings table: same names, order, defaults
   doccheck.py keys docs/trace-format.md TRACE...   every ev kind and key in the traces is
                                                documented in that kind's section
+  doccheck.py keys --schema common/schema.def docs/trace-format.md TRACE...   the same, and
+                                               every kind, key (with its type) and name the
+                                               traces hold is in the schema
+  doccheck.py schema common/schema.def docs/trace-format.md docs/analyzer.md READER.c EVENT.c
+                                               every kind and key of the schema is documented
+                                               in its section; every blind reason, capability,
+                                               class, AES and GHASH name in trace-format.md, every verdict
+                                               id in analyzer.md; the analyzer's reader has a
+                                               case for every kind, and each key of its hot-kind
+                                               table (EVENT.c) is a rec, read or conn key of the
+                                               schema, with the schema's type
 Prints one line per finding; exit 1 if any, else a one-line summary.
 """
 import json
@@ -17,6 +28,37 @@ README_ROW = re.compile(r'^\| `(TLSMETER_[A-Z0-9_]+)` \| ([^|]*) \|')
 # end.hooks by function name or header.config by setting name, are checked elsewhere).
 NESTED = {('lib', 'caps'), ('end', 'overhead_ns'), ('end', 'reroute'), ('end', 'libs'),
           ('end', 'blind'), ('blind', 'calls')}
+
+
+SCHEMA_LINE = re.compile(r'^SCHEMA_(EV|KEY|BLIND|CAP|CLASS|AES|GHASH|VERDICT)\((\w+), "([^"]+)"'
+                         r'(?:, (\w+))?\)', re.M)
+JSON_TYPES = {'INT': (int,), 'STR': (str,), 'BOOL': (bool,), 'NUM': (int, float), 'OBJ': (dict,),
+              'ARR': (list,)}
+
+
+def load_schema(path):
+    """The lists of common/schema.def: kinds {ID: name}, keys {kind name: {key: TYPE}}, and
+    the name lists blind, cap, class, verdict."""
+    sc = {'EV': {}, 'KEY': {}, 'BLIND': [], 'CAP': [], 'CLASS': [], 'AES': [], 'GHASH': [],
+          'VERDICT': []}
+    for what, ident, name, typ in SCHEMA_LINE.findall(open(path).read()):
+        if what == 'EV':
+            sc['EV'][ident] = name
+        elif what == 'KEY':
+            sc['KEY'].setdefault(ident, {})[name] = typ
+        else:
+            sc[what].append(name)
+    sc['keys'] = {sc['EV'].get(ident, ident): keys for ident, keys in sc['KEY'].items()}
+    return sc
+
+
+def schema_type(sc, kind, key):
+    """The schema's TYPE of key ("a" or "a.b") in kind, or None; fn_F_* families by pattern."""
+    keys = sc['keys'].get(kind, {})
+    if key in keys:
+        return keys[key]
+    m = re.match(r'^fn_([a-z0-9]+)_([a-z]+)$', key)
+    return keys.get('fn_F_%s' % m.group(2)) if m else None
 
 
 def settings(help_path, readme_path):
@@ -61,7 +103,41 @@ def documented(key, kind, sec, common):
                                   '`%s`,' % key)) or '`%s`' % key in common
 
 
-def keys(doc_path, traces):
+def against_schema(sc, kind, e, bad):
+    """The line's keys, their JSON types and the names in it are the schema's."""
+    if kind not in sc['keys']:
+        bad.append('ev %s: not in the schema' % kind)
+        return
+    def check(key, v):
+        t = schema_type(sc, kind, key)
+        if t is None:
+            bad.append('%s.%s: written, not in the schema' % (kind, key))
+        elif not isinstance(v, JSON_TYPES[t]) or (t in ('INT', 'NUM') and isinstance(v, bool)):
+            bad.append('%s.%s: written as %s, the schema says %s' % (kind, key,
+                                                                    type(v).__name__, t))
+    for k, v in e.items():
+        if k != 'ev':
+            check(k, v)
+        if (kind, k) in NESTED and k != 'caps':
+            for obj in (v if isinstance(v, list) else [v]):
+                for sub, sv in (obj.items() if isinstance(obj, dict) else ()):
+                    check('%s.%s' % (k, sub), sv)
+    for cap in e.get('caps', {}) if kind == 'lib' else ():
+        if cap not in sc['CAP']:
+            bad.append('lib.caps.%s: not a capability of the schema' % cap)
+    entries = [e] + (e.get('blind', []) if kind == 'end' else [])
+    for r in (r for x in entries if isinstance(x, dict) for r in x.get('reasons', [])):
+        if r not in sc['BLIND']:
+            bad.append('%s: blind reason %r not in the schema' % (kind, r))
+    if kind == 'calib' and e.get('impl') not in sc['CLASS']:
+        bad.append('calib.impl %r: not a class of the schema' % e.get('impl'))
+    for key in ('aes', 'ghash') if kind == 'impl' else ():
+        if e.get(key) not in sc[key.upper()]:
+            bad.append('impl.%s %r: not %s code of the schema' % (key, e.get(key), key))
+
+
+def keys(doc_path, traces, schema_path=None):
+    sc = load_schema(schema_path) if schema_path else None
     common, by_kind = sections(doc_path)
     m = re.search(r'^\| `ev` \|[^\n]*', common, re.M)
     kinds_row = m.group(0) if m else ''
@@ -72,6 +148,8 @@ def keys(doc_path, traces):
             e = json.loads(line)
             kind = e.get('ev', '?')
             seen.setdefault(kind, set()).update(e)
+            if sc:
+                against_schema(sc, kind, e, bad)
             for k, v in e.items():
                 if (kind, k) not in NESTED:
                     continue
@@ -90,14 +168,82 @@ def keys(doc_path, traces):
             if not documented(leaf, kind, sec, common) and not documented(k, kind, sec, common):
                 bad.append('%s.%s: written, not documented in its section' % (kind, k))
     n = sum(len(v) for v in seen.values())
-    return bad, '%d kinds, %d keys from %d lines documented' % (len(seen), n, lines)
+    bad = sorted(set(bad), key=bad.index)
+    return bad, '%d kinds, %d keys from %d lines documented%s' % (
+        len(seen), n, lines, ' and in the schema' if sc else '')
+
+
+FIELD_ROW = re.compile(r'^\s*\{"([a-z_]+)", FT_(INT|STR|BOOL), ', re.M)
+
+
+def hot_fields(sc, event_path, bad):
+    """The analyzer's table of the keys it reads from rec, read and conn lines."""
+    rows = FIELD_ROW.findall(open(event_path).read())
+    if not rows:
+        bad.append('%s: no {"key", FT_...} rows read' % event_path)
+    for key, typ in rows:
+        if key == 'ev':
+            continue
+        types = {sc['keys'].get(k, {}).get(key) for k in ('rec', 'read', 'conn')} - {None}
+        if not types:
+            bad.append('%s: the reader reads key %s, no rec/read/conn key of the schema' %
+                       (event_path, key))
+        elif typ not in types:
+            bad.append('%s: the reader reads %s as %s, the schema says %s' %
+                       (event_path, key, typ, '/'.join(sorted(types))))
+    return len(rows)
+
+
+def schema(schema_path, doc_path, analyzer_doc, reader_path, event_path):
+    sc = load_schema(schema_path)
+    common, by_kind = sections(doc_path)
+    m = re.search(r'^\| `ev` \|[^\n]*', common, re.M)
+    kinds_row = m.group(0) if m else ''
+    doc, adoc, reader = open(doc_path).read(), open(analyzer_doc).read(), open(reader_path).read()
+    bad, nkeys = [], 0
+    if not sc['EV'] or not sc['KEY']:
+        bad.append('%s: no SCHEMA_EV or SCHEMA_KEY lines read' % schema_path)
+    for ident, kind in sc['EV'].items():
+        if '`%s`' % kind not in kinds_row:
+            bad.append('ev %s: in the schema, not in the Common keys ev row' % kind)
+        if not re.search(r'^\s*case EV_%s:' % ident, reader, re.M):
+            bad.append('ev %s: %s has no case EV_%s' % (kind, reader_path, ident))
+        sec = by_kind.get(kind)
+        if sec is None:
+            bad.append('ev %s: in the schema, no section in %s' % (kind, doc_path))
+            continue
+        for key in sc['keys'].get(kind, {}):
+            nkeys += 1
+            leaf = key.split('.')[-1]
+            if not documented(leaf, kind, sec, common) and not documented(key, kind, sec, common):
+                bad.append('%s.%s: in the schema, not documented in its section' % (kind, key))
+    for ident in sc['KEY']:
+        if ident not in sc['EV']:
+            bad.append('SCHEMA_KEY(%s, ...): no SCHEMA_EV %s' % (ident, ident))
+    for what, text, where in (('BLIND', doc, doc_path), ('CAP', doc, doc_path),
+                              ('AES', doc, doc_path), ('GHASH', doc, doc_path),
+                              ('CLASS', doc + adoc, 'the docs'), ('VERDICT', adoc, analyzer_doc)):
+        for name in sc[what]:
+            # `name`, or "name" inside a quoted JSON example (`["ktls"]`, `{"aesni":bool}`)
+            if not re.search(r'[`"]%s[`"]' % re.escape(name), text):
+                bad.append('%s %s: in the schema, not in %s' % (what.lower(), name, where))
+    nfields = hot_fields(sc, event_path, bad)
+    return bad, ('%d kinds, %d keys, %d blind reasons, %d capabilities, %d classes, %d AES and '
+                 '%d GHASH codes, %d verdicts of the schema documented; the reader handles every '
+                 'kind and its %d hot keys are the schema\'s' %
+                 (len(sc['EV']), nkeys, len(sc['BLIND']), len(sc['CAP']), len(sc['CLASS']),
+                  len(sc['AES']), len(sc['GHASH']), len(sc['VERDICT']), nfields))
 
 
 def main():
     if len(sys.argv) >= 4 and sys.argv[1] == 'settings':
         bad, ok = settings(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 6 and sys.argv[1:3] == ['keys', '--schema']:
+        bad, ok = keys(sys.argv[4], sys.argv[5:], sys.argv[3])
     elif len(sys.argv) >= 4 and sys.argv[1] == 'keys':
         bad, ok = keys(sys.argv[2], sys.argv[3:])
+    elif len(sys.argv) == 7 and sys.argv[1] == 'schema':
+        bad, ok = schema(*sys.argv[2:])
     else:
         sys.exit(__doc__)
     for b in bad:

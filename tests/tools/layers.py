@@ -5,7 +5,9 @@ Each tree has an order of folders, lowest first (docs/design.md, "Layers"); a fi
 headers of its own folder and of folders below it, never above. Files at the tree's top
 (preload/main.c, analyzer/main.c) sit above every folder. Includes of the project's own
 headers name their folder ("core/record.h"); a bare name would hide which layer it is from.
-Also checked: no C file of either tree over 600 lines.
+The repository's common/ (the trace vocabulary both programs share, common/schema.def) is
+below every layer of both trees: "common/schema.h" may be included anywhere, and common/
+itself includes nothing of either tree. Also checked: no C file of either tree over 600 lines.
 
 Prints one line per violation and exits 1 if any; prints a summary line otherwise.
 """
@@ -19,6 +21,19 @@ TREES = {
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 MAX_LINES = 600
+SHARED = "common"
+
+
+def check_shared(top):
+    """common/ includes only its own files."""
+    problems, root = [], os.path.join(top, SHARED)
+    for name in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        text = open(os.path.join(root, name), encoding="utf-8", errors="replace").read()
+        for m in INCLUDE.finditer(text):
+            if not os.path.exists(os.path.join(root, m.group(1))):
+                problems.append(f'{SHARED}/{name}: #include "{m.group(1)}" is not a file of '
+                                f"{SHARED}/ (it is below both trees)")
+    return problems
 
 
 def check_tree(top, tree, order):
@@ -46,6 +61,9 @@ def check_tree(top, tree, order):
                 inc = m.group(1)
                 line = text.count("\n", 0, m.start()) + 1
                 first = inc.split("/")[0]
+                if first == SHARED and os.path.exists(os.path.join(top, inc)):
+                    edges.add((layer or "top", SHARED))
+                    continue
                 if "/" not in inc or first not in rank:
                     problems.append(f'{shown}:{line}: #include "{inc}" does not name a layer '
                                     f"folder of {tree}/")
@@ -72,6 +90,10 @@ def main():
         bad += len(problems)
         print(f"{tree}: {files} files, {len(edges)} folder edges, all downward"
               if not problems else f"{tree}: {len(problems)} problems")
+    problems = check_shared(top)
+    for p in problems:
+        print(p)
+    bad += len(problems)
     return 1 if bad else 0
 
 

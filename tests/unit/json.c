@@ -1,5 +1,6 @@
 /* tests/unit/json.c: the preload's JSON writer against printf, linked directly (no preload):
- * integers at every digit count and sign, escaping, the bool/safe/raw helpers, overflow. */
+ * integers at every digit count and sign, escaping, the bool/safe/raw helpers, nested
+ * objects and arrays (and their misuse). */
 #include "base/json.h"
 
 #include <inttypes.h>
@@ -73,6 +74,109 @@ static void numbers(void)
            "{\"ev\":\"x\",\"a\":0.2240,\"b\":12.5000,\"c\":0.0000,\"d\":0.0000}\n");
 }
 
+/* Nested objects and arrays: first members, empty ones, items of every type, arrays of
+ * arrays (stack frames), objects in arrays (end.libs), run-time keys. */
+static void nesting(void)
+{
+    char b[512];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_obj(&j, "o");
+    tlsm_json_bool(&j, "a", 1);
+    tlsm_json_int(&j, "n", -7);
+    tlsm_json_obj_end(&j);
+    tlsm_json_obj(&j, "e");
+    tlsm_json_obj_end(&j);
+    tlsm_json_arr(&j, "l");
+    tlsm_json_arr_end(&j);
+    tlsm_json_arr(&j, "v");
+    tlsm_json_item_int(&j, 3);
+    tlsm_json_item_str(&j, "q\"");
+    tlsm_json_item_safe(&j, "aes");
+    tlsm_json_item_bool(&j, 0);
+    tlsm_json_item_bool(&j, 1);
+    tlsm_json_arr_end(&j);
+    tlsm_json_arr(&j, "f");
+    for (int i = 0; i < 2; i++) {
+        tlsm_json_arr_item(&j);
+        tlsm_json_item_int(&j, i);
+        tlsm_json_item_safe(&j, "0x1f");
+        tlsm_json_arr_end(&j);
+    }
+    tlsm_json_arr_end(&j);
+    tlsm_json_arr(&j, "libs");
+    tlsm_json_obj_item(&j);
+    tlsm_json_int(&j, "id", 1);
+    tlsm_json_arr(&j, "hooks");
+    tlsm_json_item_safe(&j, "SSL_read");
+    tlsm_json_arr_end(&j);
+    tlsm_json_obj_end(&j);
+    tlsm_json_obj_item(&j);
+    tlsm_json_obj_end(&j);
+    tlsm_json_arr_end(&j);
+    tlsm_json_key(&j, "fn_\"k");
+    tlsm_json_put(&j, "0", 1);
+    tlsm_json_int(&j, "z", 0);
+    expect("nesting", b, tlsm_json_end(&j, b),
+           "{\"ev\":\"x\",\"o\":{\"a\":true,\"n\":-7},\"e\":{},\"l\":[],"
+           "\"v\":[3,\"q\\\"\",\"aes\",false,true],\"f\":[[0,\"0x1f\"],[1,\"0x1f\"]],"
+           "\"libs\":[{\"id\":1,\"hooks\":[\"SSL_read\"]},{}],\"fn_\\\"k\":0,\"z\":0}\n");
+
+    /* Misuse drops the line whole: left open, closed twice, too deep. */
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_arr(&j, "a");
+    if (tlsm_json_end(&j, b) != 0) {
+        printf("FAIL json nesting: a line with an array left open was not dropped\n");
+        failed++;
+    }
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_arr_end(&j);
+    if (tlsm_json_end(&j, b) != 0) {
+        printf("FAIL json nesting: a close without an open was not dropped\n");
+        failed++;
+    }
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    for (int i = 0; i <= TLSM_JSON_DEPTH; i++)
+        tlsm_json_arr(&j, "a");
+    for (int i = 0; i <= TLSM_JSON_DEPTH; i++)
+        tlsm_json_arr_end(&j);
+    if (tlsm_json_end(&j, b) != 0) {
+        printf("FAIL json nesting: past TLSM_JSON_DEPTH was not dropped\n");
+        failed++;
+    }
+}
+
+/* Run-time keys with their values (lib.caps, end.hooks), and optional entries: one that does
+ * not fit is taken back whole and the line goes on (end.blind). */
+static void entries(void)
+{
+    char b[80];
+    struct tlsm_json j;
+    tlsm_json_begin(&j, b, sizeof(b), "x");
+    tlsm_json_obj(&j, "caps");
+    tlsm_json_key(&j, "aesni");
+    tlsm_json_bool_k(&j, TLSM_AFTER_KEY, 1);
+    tlsm_json_key(&j, "SSL_read");
+    tlsm_json_int_k(&j, TLSM_AFTER_KEY, 12);
+    tlsm_json_obj_end(&j);
+    tlsm_json_arr(&j, "l");
+    const char *items[] = {"a", "a path far too long for what is left of this line", "b"};
+    for (int i = 0; i < 3; i++) {
+        char *mark = j.p;
+        tlsm_json_obj_item(&j);
+        tlsm_json_str(&j, "p", items[i]);
+        tlsm_json_obj_end(&j);
+        if (tlsm_json_entry_kept(&j, mark) != (i != 1)) {
+            printf("FAIL json entries: entry %d kept %d\n", i, i == 1);
+            failed++;
+        }
+    }
+    tlsm_json_arr_end(&j);
+    expect("entries", b, tlsm_json_end(&j, b),
+           "{\"ev\":\"x\",\"caps\":{\"aesni\":true,\"SSL_read\":12},\"l\":[{\"p\":\"a\"},"
+           "{\"p\":\"b\"}]}\n");
+}
+
 /* A line that does not fit is dropped whole (0), never written half. */
 static void overflow(void)
 {
@@ -111,8 +215,11 @@ int main(void)
     strings();
     numbers();
     overflow();
+    nesting();
+    entries();
     if (!failed)
-        printf("PASS json writer: integers (every digit count and power of ten, signs, extremes), escaping, "
-               "fixed-point numbers, helpers, overflow\n");
+        printf("PASS json writer: integers (every digit count and power of ten, signs, extremes), "
+               "escaping, fixed-point numbers, helpers, nested objects and arrays, run-time keys, "
+               "entries taken back, overflow\n");
     return failed != 0;
 }

@@ -5,7 +5,6 @@
  * tests/cases/trust-impl.sh. */
 #include "arch/arch.h"
 
-#include <stdio.h>
 #include <sys/auxv.h>
 
 bool tlsm_arch_counter_hz(uint64_t *hz)
@@ -20,7 +19,7 @@ bool tlsm_arch_counter_hz(uint64_t *hz)
 
 /* The kernel's hwcaps are the truth (under qemu-user, the emulated CPU's), while
  * /proc/cpuinfo under qemu-user is the host's. */
-bool tlsm_arch_crypto_hwcaps(char *buf, size_t cap)
+int tlsm_arch_crypto_hwcaps(const char **names, int max)
 {
     static const struct {
         unsigned long bit;
@@ -28,13 +27,11 @@ bool tlsm_arch_crypto_hwcaps(char *buf, size_t cap)
     } caps[] = {{1ul << 3, "aes"},  {1ul << 4, "pmull"}, {1ul << 5, "sha1"},
                 {1ul << 6, "sha2"}, {1ul << 17, "sha3"}, {1ul << 21, "sha512"}};
     unsigned long hw = getauxval(AT_HWCAP);
-    size_t n = (size_t)snprintf(buf, cap, "[");
-    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && n < cap; i++)
+    int n = 0;
+    for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]) && n < max; i++)
         if (hw & caps[i].bit)
-            n += (size_t)snprintf(buf + n, cap - n, "%s\"%s\"", n > 1 ? "," : "", caps[i].name);
-    if (n < cap)
-        snprintf(buf + n, cap - n, "]");
-    return true;
+            names[n++] = caps[i].name;
+    return n;
 }
 
 uint32_t tlsm_arch_scan(uintptr_t start, uint32_t size, void (*branch)(void *, uintptr_t),

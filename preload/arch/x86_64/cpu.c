@@ -40,10 +40,10 @@ bool tlsm_arch_counter_hz(uint64_t *hz)
 }
 
 /* /proc/cpuinfo's flags are the truth here. */
-bool tlsm_arch_crypto_hwcaps(char *buf, size_t cap)
+int tlsm_arch_crypto_hwcaps(const char **names, int max)
 {
-    (void)buf, (void)cap;
-    return false;
+    (void)names, (void)max;
+    return -1;
 }
 
 static uint32_t isa_at(const uint8_t *b, size_t i, size_t n)
