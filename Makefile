@@ -134,10 +134,11 @@ $(ANALYZER): $(ANALYZER_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) $(JANSSON_LIBS) $(DW_LIBS) -lm
 
+# -Ipreload: gentrace builds the preload's trace encoder into itself.
 $(O)/tests/%: tests/progs/%.c $(O)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Ipreload $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
 		$(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -lpthread -ldl
 
 testprogs: $(TESTPROGS)
@@ -222,10 +223,12 @@ include $(wildcard $(DEPFILES))
 
 # Unit tests of the preload's pure parts (tests/unit/), linked without LD_PRELOAD: `make unit`
 # (seconds). make check runs the same programs (tests/cases/unit-preload.sh).
-UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime
+UNIT_TESTS := $(O)/tests/unit/recsm $(O)/tests/unit/json $(O)/tests/unit/cputime $(O)/tests/unit/hs
 $(O)/tests/unit/recsm: tests/unit/recsm.c preload/core/recsm.c preload/core/recsm.h preload/base/cpumark.h
 $(O)/tests/unit/json: tests/unit/json.c preload/base/json.c preload/base/json.h common/schema.h \
 	common/schema.def
+$(O)/tests/unit/hs: tests/unit/hs.c preload/core/hs.c preload/base/json.c preload/core/hs.h \
+	preload/base/json.h common/schema.h common/schema.def
 $(O)/tests/unit/cputime: tests/unit/cputime.c preload/base/clock.c preload/arch/$(ARCH)/cpu.c \
 	preload/trace/cputime.h preload/base/clock.h preload/trace/thread.h preload/base/fn.h \
 	preload/base/hooks.def preload/base/cpumark.h preload/arch/arch.h preload/arch/$(ARCH)/counter.h
@@ -236,4 +239,5 @@ $(UNIT_TESTS):
 		$(TLSM_LDFLAGS) $(LDFLAGS)
 .PHONY: unit
 unit: $(UNIT_TESTS)
-	$(Q)$(O)/tests/unit/recsm tests/unit/evp && $(O)/tests/unit/json && $(O)/tests/unit/cputime
+	$(Q)$(O)/tests/unit/recsm tests/unit/evp && $(O)/tests/unit/json && $(O)/tests/unit/cputime && \
+		$(O)/tests/unit/hs

@@ -16,7 +16,7 @@ enum exit_code {
     EXIT_BAD_INPUT = 4,
 };
 
-enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME };
+enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME, OUT_JSONL };
 
 struct env {
     enum output output;
@@ -39,6 +39,8 @@ static const char usage_text[] =
     "  -w, --weight ns|bytes  weight of --folded and --flamegraph (default ns)\n"
     "  -s, --sysroot DIR  symbolize stacks from DIR/PATH (a copy of the device's files)\n"
     "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
+    "      --jsonl        the trace as format-1 JSON Lines (one object per event; reads\n"
+    "                     formats 1 and 2): for jq, DuckDB read_json, ClickHouse JSONEachRow\n"
     "  -P, --perfetto FILE  also write the timeline as a Perfetto protobuf trace\n"
     "                     (ui.perfetto.dev; streams, for traces too large for --chrome)\n"
     "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
@@ -70,6 +72,7 @@ static const struct option long_opts[] = {
     {"flamegraph", required_argument, NULL, 'F'},
     {"weight", required_argument, NULL, 'w'},
     {"sysroot", required_argument, NULL, 's'},
+    {"jsonl", no_argument, NULL, 'J'},
     {NULL, 0, NULL, 0},
 };
 
@@ -116,6 +119,9 @@ static int parse_opt(struct env *env, int c)
     case 'c':
         env->output = OUT_CHROME;
         return 0;
+    case 'J':
+        env->output = OUT_JSONL;
+        return 0;
     case 'C':
         env->compare = true;
         return 0;
@@ -140,7 +146,7 @@ static int parse_opt(struct env *env, int c)
     case 'v':
         return 0;
     case 'V':
-        printf("tlsmeter-analyze %s (trace format 1)\n", TLSM_VERSION);
+        printf("tlsmeter-analyze %s (trace formats 1 and 2)\n", TLSM_VERSION);
         exit(EXIT_OK);
     case 'h':
         fputs(usage_text, stdout);
@@ -178,8 +184,9 @@ static int parse_args(struct env *env, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:", long_opts, NULL)) != -1)
         if (parse_opt(env, c))
             return -1;
-    if (optind >= argc || (env->flamegraph && env->output == OUT_CHROME) ||
-        (env->perfetto && (env->output == OUT_CHROME || env->compare)))
+    if (optind >= argc ||
+        (env->flamegraph && (env->output == OUT_CHROME || env->output == OUT_JSONL)) ||
+        (env->perfetto && (env->output == OUT_CHROME || env->output == OUT_JSONL || env->compare)))
         return -1;
     return split_groups(env, argc - optind, argv + optind, before_vs);
 }
@@ -204,7 +211,7 @@ static int read_group(struct model *m, char **files, int n, FILE *warn)
             return EXIT_BAD_INPUT;
         }
     }
-    if (!m->st.recs && !m->st.reads) {
+    if (!m->st.recs && !m->st.reads && !reader__jsonl) {
         fprintf(stderr, "tlsmeter-analyze: no rec or read event in the input%s\n",
                 model__blind_count(m, NULL) ? " (the report names TLS tlsmeter could not see)"
                                             : "");
@@ -321,6 +328,8 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
     int rc, wrc = 0;
 
     model__init(&m);
+    if (env->output == OUT_JSONL)
+        reader__jsonl = out;
     if (env->output == OUT_CHROME) {
         ch = chrome__open(out);
         m.hook = chrome__event;
@@ -346,6 +355,8 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
         rc = EXIT_IO;
     if (ch)
         wrc = chrome__close(ch);
+    else if (reader__jsonl)
+        wrc = 0;
     else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)
         wrc = write_single(env, &m, out, warn);
     model__free(&m);

@@ -118,7 +118,10 @@ static void hooks_write(struct tlsm_json *j)
         uint64_t c = calls[i];
         tlsm_json_key(j, tlsm_hooks[i].name);
         tlsm_json_int_k(j, TLSM_AFTER_KEY, (int64_t)c);
-        if (!c && tlsm_hooks[i].family != 'D' && tlsm_hooks[i].family != 'F')
+        /* Handshake parts (H) fire by role: a client never signs, a server parses no peer
+         * certificate; their absence is no coverage gap. */
+        if (!c && tlsm_hooks[i].family != 'D' && tlsm_hooks[i].family != 'F' &&
+            tlsm_hooks[i].family != 'H')
             unfired |= 1ull << i;
     }
     tlsm_json_obj_end(j);

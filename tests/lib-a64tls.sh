@@ -61,10 +61,11 @@ a64_server() {
 # a64_get PREFIX FILE [traced] [VAR=VAL...]: bounded by 120 s; the body is what follows the HTTP
 # header s_server -WWW sends.
 a64_get() {
-    local p=$1 file=$2
+    local p=$1 file=$2 traced=
     shift 2
     if [ "${1-}" = traced ]; then
         shift
+        traced=1
         set -- LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$p.%p.jsonl" "$@"
     fi
     printf 'GET /%s HTTP/1.0\r\n\r\n' "$file" >"$p.req"
@@ -72,6 +73,7 @@ a64_get() {
         -CAfile "$A64_DIR/cert.pem" -verify_return_error -servername localhost
     timeout -k 5 120 "${TARGET_CMD[@]}" <"$p.req" >"$p.out" 2>"$p.err"
     echo $? >"$p.rc"
+    [ -n "$traced" ] && tlsm_jsonl "$p.%p.jsonl" # format 2 as JSON Lines, for the cases' greps
     python3 -c 'import sys
 d = open(sys.argv[1], "rb").read()
 i = d.find(b"\r\n\r\n")

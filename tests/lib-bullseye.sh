@@ -89,6 +89,10 @@ bz_get() {
         -verify_return_error -servername localhost
     timeout -k 5 "$TLS_RUN_TIMEOUT" "${BZ_CMD[@]}" <"$p.req" >"$p.out" 2>"$p.err"
     echo $? >"$p.rc"
+    local a
+    for a in "$@"; do # a traced run's format-2 traces as JSON Lines, for the cases' reads
+        [[ $a == TLSMETER_OUT=* ]] && tlsm_jsonl "${a#TLSMETER_OUT=}"
+    done
     tls_size "$p.out" >"$p.got"
     "$TLSM_PY" -c 'import sys
 d = open(sys.argv[1], "rb").read()

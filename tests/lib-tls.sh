@@ -275,6 +275,8 @@ tls_run() {
     fi
     rc=$?
     echo "$rc" >"$p.rc"
+    # Format 2 traces as JSON Lines for the case's greps (TLS_KEEP_FORMAT=1: as written).
+    [ -n "$trace" ] && [ -z "${TLS_KEEP_FORMAT:-}" ] && tlsm_jsonl "$trace"
     return 0
 }
 TLS_RUNAS=()

@@ -32,3 +32,34 @@ fi
 
 # Running the target's programs (natively, or under qemu for make check-aarch64).
 . "$TLSM_TOP/tests/lib-qemu.sh"
+
+# tlsm_jsonl TEMPLATE: the traces a run left under the TLSMETER_OUT template TEMPLATE (%p and
+# %t match anything; a directory: its tlsmeter.*.trace files) in their JSON Lines form, in
+# place (tlsmeter-analyze --jsonl: format 2 printed as format 1; mode and owner kept; a
+# directory's tlsmeter.PID.trace becomes tlsmeter.PID.jsonl), so a case can grep them as
+# format 1 while format 2 is what was written. Files that are not format 2 stay as they are.
+tlsm_jsonl() {
+    local pat=$1 f tmp
+    if [ -d "$pat" ]; then
+        pat=$pat/tlsmeter.*.trace
+    else
+        pat=${pat//%p/*}
+        pat=${pat//%t/*}
+        pat=${pat//%%/%}
+    fi
+    for f in $pat $pat.*; do
+        [ -f "$f" ] && [ ! -L "$f" ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89544c534d54520a ] ||
+            continue
+        tmp=$TLSM_WORK/jsonl-tmp.$$ # not beside it: that disk may be full (trace-diskfull)
+        if run_target "$O/tlsmeter-analyze" -q --jsonl "$f" >"$tmp" 2>/dev/null; then
+            cat "$tmp" >"$f"
+            [[ $f == */tlsmeter.*.trace ]] && mv "$f" "${f%.trace}.jsonl"
+        fi
+        rm -f "$tmp"
+    done
+}
+# tracecheck.py reads format 2 through tlsmeter-analyze --jsonl: the target's, under qemu.
+if under_qemu && [ -d "${TLSM_WORK:-}" ]; then
+    target_wrapper "$O/tlsmeter-analyze" "$TLSM_WORK/analyze-target.$$"
+    export TLSM_ANALYZER=$TLSM_WORK/analyze-target.$$
+fi

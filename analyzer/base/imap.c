@@ -4,6 +4,7 @@
 #include "base/util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static uint64_t mix(uint64_t a, uint64_t b)
 {
@@ -19,8 +20,12 @@ static uint64_t mix(uint64_t a, uint64_t b)
 
 long imap__get(const struct imap *m, uint64_t a, uint64_t b)
 {
+    /* The cache is not part of the map's value: a lookup may refresh it. */
+    struct imap_slot *r = (struct imap_slot *)&m->recent[(a * 31 + b) & 7];
     size_t i;
 
+    if (r->val && r->a == a && r->b == b)
+        return (long)r->val - 1;
     if (!m->cap)
         return -1;
     for (i = mix(a, b) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
@@ -28,8 +33,10 @@ long imap__get(const struct imap *m, uint64_t a, uint64_t b)
 
         if (!s->val)
             return -1;
-        if (s->a == a && s->b == b)
+        if (s->a == a && s->b == b) {
+            *r = *s;
             return (long)s->val - 1;
+        }
     }
 }
 
@@ -71,4 +78,5 @@ void imap__free(struct imap *m)
     free(m->slots);
     m->slots = NULL;
     m->cap = m->len = 0;
+    memset(m->recent, 0, sizeof(m->recent));
 }

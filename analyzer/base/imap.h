@@ -14,6 +14,9 @@ struct imap_slot {
 struct imap {
     struct imap_slot *slots;
     size_t cap, len;
+    /* The last hits, direct-mapped by key (val 0: empty): a trace's events name the same few
+     * connections, threads and buckets over and over (the analyzer's hot path). */
+    struct imap_slot recent[8];
 };
 
 /* Index stored for (a, b), or -1. */

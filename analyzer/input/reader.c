@@ -3,6 +3,8 @@
  * with its reason and column, is what a malformed line is reported with). */
 #include "input/reader.h"
 
+#include "input/read2.h"
+#include "input/reader_int.h"
 #include "input/scan.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -11,17 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct rd {
-    struct model *m;
-    struct trace *t;
-    FILE *warn;
-    uint64_t lineno, warned;
-    bool header_seen;
-    enum read_status status;
-    struct event ev;
-};
+FILE *reader__jsonl;
 
-static void skipped(struct rd *r, const char *why)
+void rd_skipped(struct rd *r, const char *why)
 {
     r->t->lines_skipped++;
     if (r->warn && r->warned++ < READER_MAX_WARNINGS)
@@ -86,7 +80,9 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
     case EV_CONN:
         if (event__from_json(&r->ev, o, err, errlen))
             return -1;
-        return model__event(r->m, r->t, &r->ev, err, errlen);
+        if (model__event(r->m, r->t, &r->ev, err, errlen))
+            return -1;
+        return k == EV_CONN ? model__conn_hs(r->m, r->t, o, err, errlen) : 0;
     case EV_OTHER:
     case EV_N:
         break;
@@ -139,13 +135,13 @@ static void slow_line(struct rd *r, const char *p, size_t n, bool complete, bool
         return;
     }
     if (!o) {
-        skipped(r, err);
+        rd_skipped(r, err);
         return;
     }
     if (!json_is_string(json_object_get(o, "ev")))
-        skipped(r, "no string \"ev\"");
+        rd_skipped(r, "no string \"ev\"");
     else if (dispatch_json(r, o, kind_of(o), err, sizeof(err)))
-        skipped(r, err);
+        rd_skipped(r, err);
     else
         r->t->events++;
     json_decref(o);
@@ -193,6 +189,8 @@ static void first_line(struct rd *r, const char *p, size_t n, bool complete)
         return;
     }
     rc = model__header(r->m, r->t, o, err, sizeof(err));
+    if (!rc && reader__jsonl)
+        rd_print_header(p, n);
     if (rc && r->warn)
         fprintf(r->warn, "%s:%llu: %s\n", r->t->file, (unsigned long long)r->lineno, err);
     r->status = rc == -3 ? RD_NEWER : rc ? RD_NOT_TRACE : RD_OK;
@@ -201,6 +199,21 @@ static void first_line(struct rd *r, const char *p, size_t n, bool complete)
 }
 
 static void rd_piece(struct rd *r, const char *p, size_t n, bool complete, bool after_nul);
+
+/* --jsonl: the header as format 1 says it (a format-2 header names format 2). */
+void rd_print_header(const char *p, size_t n)
+{
+    static const char f2[] = ",\"format\":2,";
+    const char *f = memmem(p, n, f2, sizeof(f2) - 1);
+    if (!f) {
+        fwrite(p, 1, n, reader__jsonl);
+    } else {
+        fwrite(p, 1, (size_t)(f - p), reader__jsonl);
+        fputs(",\"format\":1,", reader__jsonl);
+        fwrite(f + sizeof(f2) - 1, 1, n - (size_t)(f - p) - (sizeof(f2) - 1), reader__jsonl);
+    }
+    fputc('\n', reader__jsonl);
+}
 
 /* Zeroed space from the mapped writer (the unused end of a thread's chunk; all of it in a
  * killed process): NUL runs are skipped. Text before a run is a line the process's death
@@ -223,7 +236,7 @@ static void nul_line(struct rd *r, const char *p, size_t n, bool complete, const
 }
 
 /* One line without its '\n'; complete is false for a last line that had none. */
-static void rd_line(struct rd *r, const char *p, size_t n, bool complete)
+void rd_line(struct rd *r, const char *p, size_t n, bool complete)
 {
     const char *z = memchr(p, 0, n);
 
@@ -249,22 +262,32 @@ static void rd_piece(struct rd *r, const char *p, size_t n, bool complete, bool 
         return;
     }
     r->t->lines++;
+    if (reader__jsonl) {
+        if (complete) { /* as written; a cut last line is not a line */
+            fwrite(p, 1, n, reader__jsonl);
+            fputc('\n', reader__jsonl);
+            r->t->events++;
+        } else {
+            r->t->partial_last = true;
+        }
+        return;
+    }
     if (scan__line(p, n, &r->ev)) {
         slow_line(r, p, n, complete, after_nul);
         return;
     }
     if (model__event(r->m, r->t, &r->ev, err, sizeof(err)))
-        skipped(r, err);
+        rd_skipped(r, err);
     else
         r->t->events++;
 }
 
-static bool fatal(const struct rd *r)
+bool rd_fatal(const struct rd *r)
 {
     return r->status != RD_OK;
 }
 
-static void rd_finish(struct rd *r)
+void rd_finish(struct rd *r)
 {
     if (r->warn && r->warned > READER_MAX_WARNINGS)
         fprintf(r->warn, "%s: %llu more malformed lines not shown\n", r->t->file,
@@ -279,7 +302,12 @@ enum read_status reader__buffer(struct model *m, const char *name, const char *b
     struct rd r = {.m = m, .t = model__new_trace(m, name), .warn = warn, .status = RD_OK};
     const char *p = buf, *end = buf + len;
 
-    while (p < end && !fatal(&r)) {
+    if (read2__magic((const unsigned char *)buf, len)) {
+        r.status = read2__run(&r, NULL, buf + 8, len - 8, (const unsigned char *)buf, 8);
+        rd_finish(&r);
+        return r.status;
+    }
+    while (p < end && !rd_fatal(&r)) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
 
         rd_line(&r, p, (size_t)((nl ? nl : end) - p), nl != NULL);
@@ -294,7 +322,7 @@ static size_t rd_lines(struct rd *r, const char *buf, size_t have)
 {
     const char *p = buf, *end = buf + have, *nl;
 
-    while (p < end && !fatal(r) && (nl = memchr(p, '\n', (size_t)(end - p)))) {
+    while (p < end && !rd_fatal(r) && (nl = memchr(p, '\n', (size_t)(end - p)))) {
         rd_line(r, p, (size_t)(nl - p), true);
         p = nl + 1;
     }
@@ -315,22 +343,22 @@ static void too_long(struct rd *r, FILE *f)
         r->status = RD_NOT_TRACE;
         return;
     }
-    skipped(r, "line longer than 1 MiB");
+    rd_skipped(r, "line longer than 1 MiB");
     while ((c = getc(f)) != EOF && c != '\n')
         ;
 }
 
-static void rd_stream(struct rd *r, FILE *f, char *buf, size_t cap)
+static void rd_stream(struct rd *r, FILE *f, char *buf, size_t cap, size_t have)
 {
-    size_t have = 0, used, n;
+    size_t used, n;
 
-    while (!fatal(r)) {
+    while (!rd_fatal(r)) {
         n = fread(buf + have, 1, cap - have, f);
         have += n;
         used = rd_lines(r, buf, have);
         memmove(buf, buf + used, have - used);
         have -= used;
-        if (fatal(r))
+        if (rd_fatal(r))
             return;
         if (have == cap) {
             too_long(r, f);
@@ -355,7 +383,12 @@ enum read_status reader__file(struct model *m, const char *path, FILE *warn)
     }
     r.t = model__new_trace(m, path);
     buf = xmalloc(READER_MAX_LINE);
-    rd_stream(&r, f, buf, READER_MAX_LINE);
+    /* The first bytes say the format: format 2's magic, or JSON text. */
+    size_t head = fread(buf, 1, 8, f);
+    if (read2__magic((unsigned char *)buf, head))
+        r.status = read2__run(&r, f, NULL, 0, (unsigned char *)buf, head);
+    else
+        rd_stream(&r, f, buf, READER_MAX_LINE, head);
     if (ferror(f)) {
         fprintf(warn ? warn : stderr, "%s: read error\n", path);
         r.status = RD_IO;

@@ -19,6 +19,9 @@ enum read_status {
     RD_NEWER,     /* a format version this analyzer does not read */
 };
 
+/* Set (by --jsonl): events are printed there as format-1 JSON Lines, not modelled. */
+extern FILE *reader__jsonl;
+
 /* Read one trace file into m as a new trace; problems go to warn as "FILE:LINE: ...". */
 enum read_status reader__file(struct model *m, const char *path, FILE *warn);
 /* The same for a trace held in memory (the fuzz target's entry point). */

@@ -26,25 +26,28 @@ static int eat(struct cur *c, char ch)
     return 0;
 }
 
-/* A string of printable ASCII without escapes; c->p is on the opening quote. */
+/* Bytes a string may hold on the fast path: printable ASCII but the quote and the backslash. */
+static const unsigned char plain[256] = {
+    [0x20] = 1,
+    [0x21] = 1,
+    [0x23 ... 0x5b] = 1,
+    [0x5d ... 0x7f] = 1,
+};
+
+/* A string of printable ASCII without escapes; c->p is on the opening quote. One table
+ * lookup per byte (keys and values are most of every line). */
 static int scan_str(struct cur *c, struct strv *out)
 {
-    const char *s = ++c->p;
+    const char *s = ++c->p, *p = s;
 
-    while (c->p < c->end) {
-        unsigned char ch = (unsigned char)*c->p;
-
-        if (ch == '"') {
-            out->p = s;
-            out->n = (size_t)(c->p - s);
-            c->p++;
-            return 0;
-        }
-        if (ch < 0x20 || ch >= 0x80 || ch == '\\')
-            return -1;
-        c->p++;
-    }
-    return -1;
+    while (p < c->end && plain[(unsigned char)*p])
+        p++;
+    if (p >= c->end || *p != '"')
+        return -1; /* end of line, a control or non-ASCII byte, an escape */
+    out->p = s;
+    out->n = (size_t)(p - s);
+    c->p = p + 1;
+    return 0;
 }
 
 /* An integer as JSON writes it; reals and anything past 18 digits go to jansson. */
@@ -148,11 +151,30 @@ int scan__line(const char *p, size_t n, struct event *e)
 {
     struct cur c = {p, p + n};
 
-    event__reset(e);
+    event__clear(e);
     if (eat(&c, '{') || scan_members(&c, e))
         return -1;
     skip_ws(&c);
     if (c.p != c.end)
         return -1;
     return e->kind == EV_REC || e->kind == EV_READ || e->kind == EV_CONN ? 0 : -1;
+}
+
+int scan__tail(const char *p, size_t n, struct event *e)
+{
+    struct cur c = {p, p + n};
+    struct strv key;
+
+    while (c.p < c.end) {
+        if (*c.p != ',')
+            return -1;
+        c.p++;
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != '"' || scan_str(&c, &key) || eat(&c, ':'))
+            return -1;
+        if (scan_value(&c, e, key.n ? field__find(key.p, key.n) : NULL))
+            return -1;
+        skip_ws(&c);
+    }
+    return 0;
 }

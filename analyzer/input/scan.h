@@ -12,4 +12,8 @@
  * point into p. */
 int scan__line(const char *p, size_t n, struct event *e);
 
+/* The JSON tail of a format-2 record (",\"key\":value..." members) into e, which holds the
+ * record's fixed fields already: 0, or -1 for anything the line scanner would decline. */
+int scan__tail(const char *p, size_t n, struct event *e);
+
 #endif

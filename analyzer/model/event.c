@@ -44,14 +44,58 @@ static const struct field fields[] = {
     {"tag_ok", FT_BOOL, 0},
 };
 
-const struct field *field__find(const char *k, size_t n)
+/* Every key of every hot line is looked up here (the JSON Lines reader's busiest function
+ * once was a walk of the table): an open-addressed table by length and end bytes, built on
+ * first use. */
+#define FIND_SLOTS 128
+static const struct field *by_hash[FIND_SLOTS];
+static unsigned char name_len[sizeof(fields) / sizeof(fields[0])];
+
+/* No two keys of the table as it is share a slot with these factors (searched for): a known
+ * key is found at the first probe (one added later may take a second). */
+static unsigned key_hash(const char *k, size_t n)
+{
+    return (unsigned)(n + (unsigned char)k[0] * 4u + (unsigned char)k[n - 1] * 16u +
+                      (n > 1 ? (unsigned char)k[1] : 0)) &
+           (FIND_SLOTS - 1);
+}
+
+static void find_init(void)
+{
+    size_t i;
+    unsigned h;
+
+    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        name_len[i] = (unsigned char)strlen(fields[i].name);
+        for (h = key_hash(fields[i].name, name_len[i]); by_hash[h]; h = (h + 1) & (FIND_SLOTS - 1))
+            ;
+        by_hash[h] = &fields[i];
+    }
+}
+
+/* Keys are a few bytes: a byte loop beats a call into libc's memcmp. */
+static inline bool same(const char *a, const char *b, size_t n)
 {
     size_t i;
 
-    for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-        if (fields[i].name[0] == k[0] && strlen(fields[i].name) == n &&
-            !memcmp(fields[i].name, k, n))
-            return &fields[i];
+    for (i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+const struct field *field__find(const char *k, size_t n)
+{
+    const struct field *f;
+    unsigned h;
+
+    if (!n)
+        return NULL;
+    if (!name_len[0])
+        find_init();
+    for (h = key_hash(k, n); (f = by_hash[h]); h = (h + 1) & (FIND_SLOTS - 1))
+        if (name_len[f - fields] == n && same(f->name, k, n))
+            return f;
     return NULL;
 }
 
@@ -76,6 +120,19 @@ void event__reset(struct event *e)
     e->have_tag_ok = e->tag_ok = false;
     memset(e->i, 0, sizeof(e->i));
     memset(e->s, 0, sizeof(e->s)); /* a missing string must not point into an old line */
+}
+
+void event__clear(struct event *e)
+{
+    uint32_t m;
+
+    for (m = e->have_i & ((1u << I_N) - 1); m; m &= m - 1)
+        e->i[__builtin_ctz(m)] = 0;
+    for (m = e->have_s & ((1u << S_N) - 1); m; m &= m - 1)
+        e->s[__builtin_ctz(m)] = (struct strv){NULL, 0};
+    e->kind = EV_OTHER;
+    e->have_i = e->have_s = 0;
+    e->have_tag_ok = e->tag_ok = false;
 }
 
 static const char *type_name(enum field_type t)

@@ -89,6 +89,9 @@ enum ev_kind ev_kind__parse(const char *p, size_t n);
 const char *ev_kind__name(enum ev_kind k);
 
 void event__reset(struct event *e);
+/* The same for an event that was reset once before: only the fields it holds are cleared
+ * (the fast paths' per-line reset). */
+void event__clear(struct event *e);
 /* Typed setters; they fail (returning -1 and a reason in err) when the key is known and
  * the JSON type is not the one the trace format gives it. */
 int event__set_int(struct event *e, const struct field *f, int64_t v, char *err, size_t errlen);

@@ -114,36 +114,60 @@ static struct bucket *bucket_get(struct model *m, uint32_t ti, int64_t lib, int 
     return b;
 }
 
+/* The cache entry for (ti, id): its array index, or -1 (and the entry to fill). */
+static long cache_get(struct id_cache *c, uint32_t ti, int64_t id, struct id_cache **slot)
+{
+    *slot = &c[((uint64_t)id ^ ti * 7u) & 15];
+    return (*slot)->idx1 && (*slot)->ti == ti && (*slot)->id == id ? (long)(*slot)->idx1 - 1 : -1;
+}
+
 static struct conn *conn_get(struct model *m, struct trace *t, int64_t id)
 {
     uint32_t ti = trace_idx(m, t);
-    long i = imap__get(&m->conn_map, ti, (uint64_t)id);
+    struct id_cache *slot;
+    long i = cache_get(m->conn_cache, ti, id, &slot);
     struct conn *c;
 
     if (i >= 0)
         return &m->conns[i];
-    grow_array((void **)&m->conns, &m->cap_conns, m->nconns, sizeof(*m->conns));
-    c = &m->conns[m->nconns];
-    c->trace = ti, c->id = id, c->hs_ns = c->hs_call_ns = -1;
-    imap__put(&m->conn_map, ti, (uint64_t)id, (uint32_t)m->nconns++);
-    t->nconns++;
-    return c;
+    i = imap__get(&m->conn_map, ti, (uint64_t)id);
+    if (i < 0) {
+        i = (long)m->nconns;
+        grow_array((void **)&m->conns, &m->cap_conns, m->nconns, sizeof(*m->conns));
+        c = &m->conns[m->nconns];
+        c->trace = ti, c->id = id, c->hs_ns = c->hs_call_ns = -1;
+        imap__put(&m->conn_map, ti, (uint64_t)id, (uint32_t)m->nconns++);
+        t->nconns++;
+    }
+    *slot = (struct id_cache){ti, (uint32_t)i + 1, id};
+    return &m->conns[i];
+}
+
+struct conn *model__conn(struct model *m, struct trace *t, int64_t id)
+{
+    return conn_get(m, t, id);
 }
 
 static struct thread *thread_get(struct model *m, struct trace *t, int64_t tid)
 {
     uint32_t ti = trace_idx(m, t);
-    long i = imap__get(&m->thread_map, ti, (uint64_t)tid);
+    struct id_cache *slot;
+    long i = cache_get(m->thread_cache, ti, tid, &slot);
     struct thread *th;
 
     if (i >= 0)
         return &m->threads[i];
-    grow_array((void **)&m->threads, &m->cap_threads, m->nthreads, sizeof(*m->threads));
-    th = &m->threads[m->nthreads];
-    th->trace = ti, th->tid = tid;
-    imap__put(&m->thread_map, ti, (uint64_t)tid, (uint32_t)m->nthreads++);
-    t->nthreads++;
-    return th;
+    i = imap__get(&m->thread_map, ti, (uint64_t)tid);
+    if (i < 0) {
+        i = (long)m->nthreads;
+        grow_array((void **)&m->threads, &m->cap_threads, m->nthreads, sizeof(*m->threads));
+        th = &m->threads[m->nthreads];
+        th->trace = ti, th->tid = tid;
+        imap__put(&m->thread_map, ti, (uint64_t)tid, (uint32_t)m->nthreads++);
+        t->nthreads++;
+    }
+    *slot = (struct id_cache){ti, (uint32_t)i + 1, tid};
+    return &m->threads[i];
 }
 
 /* The bytes the cipher processed: the wire length less the tag (and TLS 1.2's explicit

@@ -6,6 +6,7 @@
 
 #include "common/schema.h"
 #include "model/event.h"
+#include "model/handshake.h"
 #include "base/hist.h"
 #include "base/imap.h"
 #include "model/stacks.h"
@@ -89,6 +90,7 @@ struct blind {
 struct trace {
     char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
     int64_t pid, format, start_unix_ns;
+    bool binary; /* read from trace format 2 (read2.c), whose header says format 2 */
     bool has_end, partial_last, emulated, cpu_known, hooks_known;
     bool summary;      /* summary events (TLSMETER_EVENTS=summary): totals, no rec/read events */
     bool summary_copy; /* TLSMETER_EVENTS=both: summary events repeat the rec/read events */
@@ -170,6 +172,7 @@ struct conn {
     int64_t hs_ns, hs_call_ns;
     bool opened, closed;
     struct stats st;
+    struct conn_hs hs; /* issue 18: the handshake's parts (hs.have: the trace has them) */
 };
 
 struct thread {
@@ -192,6 +195,12 @@ struct model {
     struct thread *threads;
     size_t nthreads, cap_threads;
     struct imap bucket_map, conn_map, thread_map;
+    /* Recent lookups of conn_map and thread_map (model.c): trace index, id, array index + 1
+     * (0: empty), direct-mapped by id. Most events hit. */
+    struct id_cache {
+        uint32_t ti, idx1;
+        int64_t id;
+    } conn_cache[16], thread_cache[16];
     char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
     int nnames;
     struct hist read_got, read_want, rec_len, recs_per_read;
@@ -232,6 +241,9 @@ struct bucket *model__bucket(struct model *m, struct trace *t, int64_t lib, int 
 /* A rec's impl id into its bucket (ct: its ciphertext bytes). */
 void model__bucket_impl(struct bucket *b, const struct event *e, uint64_t ct);
 const struct impl_ev *trace__impl(const struct trace *t, int64_t id);
+
+/* The connection id of trace t (created on first mention). */
+struct conn *model__conn(struct model *m, struct trace *t, int64_t id);
 
 /* Derived figures. */
 int64_t trace__duration(const struct trace *t);

@@ -71,10 +71,13 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
         return -2;
     }
     t->format = (int64_t)json_integer_value(fmt);
-    if (t->format != 1) {
-        snprintf(err, errlen, "trace format %lld; this analyzer reads format 1%s",
-                 (long long)t->format, t->format > 1 ? " (update tlsmeter-analyze)" : "");
-        return -3;
+    if (t->format != (t->binary ? 2 : 1)) {
+        snprintf(err, errlen,
+                 "trace format %lld in a %s file; this analyzer reads format 1 (JSON Lines) and 2 "
+                 "(binary)%s",
+                 (long long)t->format, t->binary ? "binary" : "JSON Lines",
+                 t->format > 2 ? " (update tlsmeter-analyze)" : "");
+        return t->format > 2 ? -3 : -2;
     }
     t->pid = int_get(o, "pid", -1);
     t->start_unix_ns = int_get(o, "start_unix_ns", 0);

@@ -124,6 +124,7 @@ void report_compare_text(FILE *out, const struct summary *a, const struct summar
     paths(a, pa, sizeof(pa));
     paths(b, pb, sizeof(pb));
     line(out, "paths", pa, pb, strcmp(pa, pb) ? "changed" : "same");
+    report_compare_hs(out, a, b);
     ids(out, "A", a);
     ids(out, "B", b);
 }
@@ -148,6 +149,7 @@ int report_compare_json(FILE *out, const struct summary *a, const struct summary
     json_object_set_new(r, "crypto_share_cpu", ratio(a->share_cpu, b->share_cpu));
     json_object_set_new(r, "throughput", ratio(a->throughput, b->throughput));
     json_object_set_new(r, "reads", ratio((double)a->m->st.reads, (double)b->m->st.reads));
+    json_object_set_new(r, "handshake", report_compare_hs_json(a, b));
     json_object_set_new(o, "ratio_b_over_a", r);
     rc = json_dumpf(o, out, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     fputc('\n', out);

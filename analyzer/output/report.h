@@ -37,6 +37,10 @@ int perfetto__close(struct perfetto *p);
 /* Helpers shared by the text outputs. */
 /* Per connection, per thread and per trace tables (only where there are several). */
 void report_conns(FILE *out, const struct summary *s);
+/* The handshake table (report_hs.c), and its rows of --compare. */
+void report_handshake(FILE *out, const struct summary *s);
+void report_compare_hs(FILE *out, const struct summary *a, const struct summary *b);
+json_t *report_compare_hs_json(const struct summary *a, const struct summary *b);
 void text_hist(FILE *out, const struct hist *h, const char *indent);
 
 #endif

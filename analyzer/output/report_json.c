@@ -323,6 +323,7 @@ json_t *report_json_object(const struct summary *s)
     json_object_set_new(o, "buckets", buckets_arr(s));
     json_object_set_new(o, "connections", jint(s->m->nconns));
     json_object_set_new(o, "threads", jint(s->m->nthreads));
+    json_object_set_new(o, "handshake", hs_summary__json(&s->hs, s->cpu_ns));
     if (s->prof)
         json_object_set_new(o, "callers", report_callers_json(s->prof));
     json_object_set_new(o, "verdicts", verdicts_arr(s));

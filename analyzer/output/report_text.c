@@ -272,6 +272,7 @@ void report_text(FILE *out, const struct summary *s)
     if (s->prof)
         report_callers(out, s->prof);
     report_conns(out, s);
+    report_handshake(out, s);
     verdicts(out, s);
     input(out, s);
 }

@@ -145,6 +145,7 @@ void summary__build(struct summary *s, const struct model *m)
     shares(s);
     s->nspb = m->st.rec_ct ? (double)s->crypto_ns / (double)m->st.rec_ct : 0;
     s->impl = impl__overall(m);
+    hs_summary__build(&s->hs, m);
     verdicts__build(s);
 }
 

@@ -71,6 +71,7 @@ struct summary {
     enum impl_class impl;
     struct row rows[MAX_ROWS];
     int nrows;
+    struct hs_summary hs; /* handshake parts (handshake.h) */
     struct verdict v[MAX_VERDICTS];
     int nv;
 };
@@ -98,5 +99,6 @@ void verdicts__build(struct summary *s);
 /* The groups of verdicts, one file each. */
 void verdicts_io(struct summary *s);
 void verdicts_blind(struct summary *s);
+void verdicts_hs(struct summary *s);
 
 #endif

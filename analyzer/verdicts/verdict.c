@@ -239,5 +239,6 @@ void verdicts__build(struct summary *s)
 {
     crypto_verdicts(s);
     verdicts_io(s);
+    verdicts_hs(s);
     verdicts_blind(s);
 }

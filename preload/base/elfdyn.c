@@ -230,7 +230,8 @@ static void note_ref(const struct dyninfo *d, size_t symidx, int name, uintptr_t
 {
     struct refs *r = arg;
     (void)slot;
-    r->mask |= 1ull << name;
+    if (name < 64) /* a summary bit per hook while they fit; the versions below are exact */
+        r->mask |= 1ull << name;
     unsigned vi = d->versym ? (d->versym[symidx] & 0x7fff) : 0;
     if (vi > 1 && !r->vers[name]) /* 0 local, 1 global: unversioned */
         r->vers[name] = version_name(d, vi);

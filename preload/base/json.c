@@ -1,9 +1,33 @@
 /* json.c: a tiny JSON writer for the hot path: no allocation, no locale, no printf. */
 #include "base/json.h"
 
+bool tlsm_json_stage_hot;
+
+/* The fixed-record kind of ev in format 2 (common/trace2.def), 0 for every other event. */
+static uint8_t hot_kind(const char *ev)
+{
+    if (ev[0] == 'r' && ev[1] == 'e' && ev[2] == 'c' && !ev[3])
+        return 1;
+    if (ev[0] == 'r' && ev[1] == 'e' && ev[2] == 'a' && ev[3] == 'd' && !ev[4])
+        return 2;
+    return strcmp(ev, "write") ? 0 : 3;
+}
+
 /* One room check for the whole `{"ev":"kind"` prefix: this runs for every line. */
 void tlsm_json_begin(struct tlsm_json *j, char *buf, size_t cap, const char *ev)
 {
+    j->hot = tlsm_json_stage_hot && cap > sizeof(struct tlsm_hot_stage) + 72 ? hot_kind(ev) : 0;
+    if (j->hot) { /* the keys without a slot become the tail text, after the stage */
+        struct tlsm_hot_stage *st = tlsm_hot_at(buf);
+        buf[0] = (char)j->hot; /* slots not set stay as they are: have says which are */
+        j->have = 0;
+        j->v = st->v;
+        j->p = (char *)(st + 1);
+        j->end = buf + cap - 2;
+        j->full = false;
+        j->depth = 0;
+        return;
+    }
     size_t n = strlen(ev);
     j->p = buf;
     j->end = buf + cap - 2; /* room for "}\n" */
@@ -180,6 +204,12 @@ size_t tlsm_json_end(struct tlsm_json *j, char *buf)
 {
     if (j->full || j->depth) /* a nested value left open would not be JSON */
         return 0;
+    if (j->hot) {
+        struct tlsm_hot_stage *st = tlsm_hot_at(buf);
+        st->tail_len = (uint32_t)(j->p - (char *)(st + 1));
+        st->have = j->have;
+        return (size_t)(j->p - buf);
+    }
     j->p[0] = '}';
     j->p[1] = '\n';
     return (size_t)(j->p + 2 - buf);

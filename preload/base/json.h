@@ -17,14 +17,23 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/json_hot.h"
+
 #define TLSM_JSON_DEPTH 6 /* nested objects and arrays open at once */
 
 struct tlsm_json {
     char *p, *end;
     bool full;                   /* ran out of room: the line is dropped, never written half */
     unsigned char depth;         /* open nested objects and arrays */
+    uint8_t hot;                 /* format 2, a rec/read/write event: slot keys go to v[] */
     char *open[TLSM_JSON_DEPTH]; /* where each one's first separator is (its `{` or `[`) */
+    uint64_t have;               /* slots set (json_hot.h) */
+    int64_t *v;                  /* the stage's slots, in the caller's buffer */
 };
+
+/* Set by the trace writer when it writes format 2: tlsm_json_begin then stages the hot
+ * events (rec, read, write) for fixed records instead of formatting their text. */
+extern bool tlsm_json_stage_hot;
 
 static inline void tlsm_json_put(struct tlsm_json *j, const char *s, size_t n)
 {
@@ -47,6 +56,12 @@ size_t tlsm_json_digits(char *dst, uint64_t u);
 /* Inline, so the key's memcpy has a constant size and compiles to a few moves. */
 static inline void tlsm_json_int_k(struct tlsm_json *j, const char *k, size_t kn, int64_t v)
 {
+    int s = tlsm_hot_slot(k, kn, TLSM_HT_INT);
+    if (s >= 0 && j->hot) {
+        j->v[s] = v;
+        j->have |= 1ull << s;
+        return;
+    }
     if (j->full || (size_t)(j->end - j->p) < kn + 21) {
         j->full = true;
         return;
@@ -58,9 +73,16 @@ static inline void tlsm_json_int_k(struct tlsm_json *j, const char *k, size_t kn
     j->p += tlsm_json_digits(j->p, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v);
 }
 
-/* A string known to need no escaping (our own constant names): no per-byte checks. */
+/* A string known to need no escaping (our own constant names): no per-byte checks. In a hot
+ * event it must be a static string: format 2 writes it once per chunk, known by its address. */
 static inline void tlsm_json_safe_k(struct tlsm_json *j, const char *k, size_t kn, const char *s)
 {
+    int slot = tlsm_hot_slot(k, kn, TLSM_HT_STR);
+    if (slot >= 0 && j->hot) {
+        j->v[slot] = (int64_t)(intptr_t)s;
+        j->have |= 1ull << slot;
+        return;
+    }
     size_t n = strlen(s);
     if (j->full || (size_t)(j->end - j->p) < kn + n + 2) {
         j->full = true;
@@ -80,7 +102,8 @@ void tlsm_json_str_k(struct tlsm_json *j, const char *k, size_t kn, const char *
 /* A finite non-negative measurement, 4 decimals. */
 void tlsm_json_num_k(struct tlsm_json *j, const char *k, size_t kn, double v);
 /* Close the object and add '\n'; returns the line length, 0 if it did not fit (or a nested
- * value was left open). */
+ * value was left open). A staged hot event (format 2) is a struct tlsm_hot_stage and its
+ * tail instead, for tlsm_trace_line. */
 size_t tlsm_json_end(struct tlsm_json *j, char *buf);
 
 #define tlsm_json_int(j, key, v)  tlsm_json_int_k((j), TLSM_KEY(key), (v))
@@ -109,10 +132,20 @@ void tlsm_json_close(struct tlsm_json *j, char open, char close);
  * writes `,"k":` (escaped), then a _k writer with the key TLSM_AFTER_KEY writes the value. */
 void tlsm_json_key(struct tlsm_json *j, const char *k);
 #define TLSM_AFTER_KEY "", 0
+/* A bool; in a staged hot event (format 2) tag_ok goes to its slot. */
 static inline void tlsm_json_bool_k(struct tlsm_json *j, const char *k, size_t kn, bool v)
 {
+    int s = tlsm_hot_slot(k, kn, TLSM_HT_BOOL);
+    if (s >= 0 && j->hot) {
+        j->v[s] = v;
+        j->have |= 1ull << s;
+        return;
+    }
     tlsm_json_put(j, k, kn);
-    tlsm_json_put(j, v ? "true" : "false", v ? 4 : 5);
+    if (v)
+        tlsm_json_put(j, "true", 4);
+    else
+        tlsm_json_put(j, "false", 5);
 }
 
 /* Take back what was written since mark (j->p, taken while the line was not full), room
@@ -140,8 +173,6 @@ static inline bool tlsm_json_entry_kept(struct tlsm_json *j, char *mark)
         tlsm_json_put((j), TLSM_KEY(key));                                                         \
         tlsm_json_put((j), raw_, strlen(raw_));                                                    \
     } while (0)
-#define tlsm_json_bool(j, key, v)                                                                  \
-    ((v) ? tlsm_json_put((j), ",\"" key "\":true", sizeof(",\"" key "\":true") - 1)                \
-         : tlsm_json_put((j), ",\"" key "\":false", sizeof(",\"" key "\":false") - 1))
+#define tlsm_json_bool(j, key, v) tlsm_json_bool_k((j), TLSM_KEY(key), (v))
 
 #endif

@@ -3,6 +3,8 @@
 #include "forward/blind.h"
 #include "base/clock.h"
 #include "trace/config.h"
+#include "trace/cputime.h"
+#include "core/hs.h"
 #include "base/json.h"
 #include "core/stack.h"
 #include "core/summary.h"
@@ -13,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct tlsm_conn_state {
     uint32_t id;
@@ -21,7 +24,8 @@ struct tlsm_conn_state {
     uint64_t hs_first; /* ticks at the first handshake call */
     uint64_t hs_ticks; /* time inside handshake calls */
     uint64_t reads, got, recs, crypto_ns, preempt;
-    bool ktls_asked; /* issue 7: kTLS receive probed once (blind.c) */
+    bool ktls_asked;   /* issue 7: kTLS receive probed once (blind.c) */
+    struct tlsm_hs hs; /* issue 18: the handshake's parts */
 };
 
 static struct tlsm_table conns;
@@ -51,6 +55,39 @@ void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj
     sc->cs = cs;
     th->conn = cs ? cs->id : 0;
     th->conn_state = cs;
+    sc->prev_hs = th->hs_cur;
+    sc->hs_on = cs && !cs->opened;
+    if (sc->hs_on) {
+        sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
+        sc->hs_cpu0 = tlsm_hs_cpu_now(th);
+        th->hs_cur = &cs->hs;
+        th->hs_part = TLSM_HS_NONE;
+    }
+}
+
+/* The handshake-driving call returned: its on-CPU time is the handshake's (once). */
+static void hs_account(struct tlsm_conn_scope *sc)
+{
+    if (!sc->hs_on)
+        return;
+    sc->hs_on = false;
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_hs *hs = &sc->cs->hs;
+    uint64_t ns = tlsm_hs_cpu_now(th) - sc->hs_cpu0;
+    hs->ns += ns;
+    hs->calls++;
+    /* Parts timed by wall (perf-switch, rseq) whose sum exceeds the call's CPU time held
+     * time no switch detector sees (a VM's stolen time): flagged like switched-out parts. */
+    if (tlsm_hs_parts_ns(hs) - sc->hs_parts0 > ns)
+        hs->preempt++;
+    th->hs_cur = sc->prev_hs;
+}
+
+void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+{
+    hs_account(sc);
+    tlsm_th.conn = sc->prev_conn;
+    tlsm_th.conn_state = sc->prev_cs;
 }
 
 uint32_t tlsm_conn_current(void)
@@ -70,8 +107,9 @@ static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
         suite = a->SSL_CIPHER_get_name(a->SSL_get_current_cipher(ssl));
     if (a && a->SSL_is_server)
         server = a->SSL_is_server(ssl);
+    int resumed = a && a->SSL_session_reused ? a->SSL_session_reused((SSL *)ssl) : -1;
     tlsm_th.guard--;
-    char line[512];
+    char line[1536], hs[1024];
     struct tlsm_json j;
     tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(CONN));
     tlsm_json_int(&j, "t", ns_since_t0(now));
@@ -84,6 +122,8 @@ static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
     tlsm_json_int(&j, "hs_ns", cs->hs_first ? (int64_t)tlsm_ticks_to_ns(now - cs->hs_first) : -1);
     tlsm_json_int(&j, "hs_call_ns", (int64_t)tlsm_ticks_to_ns(cs->hs_ticks));
     tlsm_json_int(&j, "lib", cs->lib ? cs->lib->lib_id : 0);
+    if (tlsm_hs_json(&cs->hs, resumed, hs, sizeof(hs)))
+        tlsm_json_raw(&j, "hs", hs);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
@@ -106,6 +146,7 @@ void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64
     struct tlsm_conn_state *cs = sc->cs;
     if (!cs)
         return;
+    hs_account(sc);
     if (!cs->hs_first)
         cs->hs_first = t0;
     cs->hs_ticks += t1 - t0;
@@ -119,6 +160,7 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
                                   uint64_t t1)
 {
     struct tlsm_conn_state *cs = sc->cs;
+    hs_account(sc);
     if (!cs || cs->opened)
         return;
     if (!cs->hs_first)
@@ -130,6 +172,15 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
 void tlsm_conn_add_record(uint64_t crypto_ns, bool preempted)
 {
     struct tlsm_thread *th = &tlsm_th;
+    /* A record of the handshake: its part `records`, unless the thread has no switch detector
+     * (wall: a record's time is then wall time, unflagged, where the other parts read the
+     * thread CPU clock; it stays in "other"). */
+    if (th->hs_cur && !th->hs_part && th->cpu_kind != TLSM_CPU_WALL &&
+        th->cpu_kind != TLSM_CPU_BLIND) {
+        th->hs_cur->part_ns[TLSM_HS_RECORDS] += crypto_ns;
+        th->hs_cur->part_calls[TLSM_HS_RECORDS]++;
+        th->hs_cur->preempt += preempted;
+    }
     if (th->in_read) {
         th->read_recs++;
         th->read_preempt += preempted;

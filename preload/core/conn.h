@@ -16,16 +16,18 @@ struct tlsm_conn_scope {
     uint32_t prev_conn;
     struct tlsm_conn_state *prev_cs;
     struct tlsm_conn_state *cs;
+    /* A handshake-driving call (the connection is not open yet): its parts go to the
+     * connection's hs (thread hs_cur), its on-CPU time from hs_cpu0 to its end. */
+    struct tlsm_hs *prev_hs;
+    uint64_t hs_cpu0;
+    uint64_t hs_parts0; /* the connection's part time when the call began */
+    bool hs_on;
 };
 
 int tlsm_conn_init(void);
 /* Enter/leave an SSL_* hook on ssl (sets this thread's current connection). */
 void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
-static inline void tlsm_conn_leave(struct tlsm_conn_scope *sc)
-{
-    tlsm_th.conn = sc->prev_conn;
-    tlsm_th.conn_state = sc->prev_cs;
-}
+void tlsm_conn_leave(struct tlsm_conn_scope *sc);
 uint32_t tlsm_conn_current(void);
 /* A handshake call returned: time it; on success write the open event. */
 void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0, uint64_t t1,
@@ -35,7 +37,7 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
                                   uint64_t t1);
 /* A read is starting / has returned. */
 extern _Atomic uint64_t tlsm_next_read; /* read ids, process-wide */
-/* Inline, with tlsm_conn_leave: on a program reading 16 bytes a call, each call made here is
+/* Inline: on a program reading 16 bytes a call, each call made here is
  * a few per cent of what a read costs tlsmeter. */
 static inline void tlsm_read_begin(struct tlsm_conn_scope *sc, uint64_t t0)
 {

@@ -134,6 +134,11 @@ static void load_api(struct tlsm_obj *o, void *h)
     API(SSL_get_rbio);
     API(BIO_ctrl);
     API(BIO_method_type);
+    API(SSL_session_reused);
+    API(X509_get0_pubkey);
+    API(EVP_PKEY_get_base_id);
+    API(EVP_PKEY_get_bits);
+    API(EVP_PKEY_is_a);
 #undef API
 }
 

@@ -31,6 +31,11 @@ struct tlsm_api {
     __typeof__(&SSL_get_rbio) SSL_get_rbio; /* with BIO_ctrl: BIO_get_ktls_recv (a macro) */
     __typeof__(&BIO_ctrl) BIO_ctrl;
     __typeof__(&BIO_method_type) BIO_method_type;
+    __typeof__(&SSL_session_reused) SSL_session_reused; /* handshake parts (hs.h) */
+    __typeof__(&X509_get0_pubkey) X509_get0_pubkey;
+    __typeof__(&EVP_PKEY_get_base_id) EVP_PKEY_get_base_id;
+    __typeof__(&EVP_PKEY_get_bits) EVP_PKEY_get_bits;
+    __typeof__(&EVP_PKEY_is_a) EVP_PKEY_is_a;
 };
 
 struct tlsm_obj {

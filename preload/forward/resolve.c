@@ -249,6 +249,9 @@ void tlsm_resolve_atfork(bool take)
         pthread_mutex_unlock(&slot_lock);
 }
 
+/* Hook sets travel as 64-bit masks (end.unfired, blind calls): one bit per hooks.def line. */
+_Static_assert(TLSM_FN_COUNT <= 64, "hook masks are 64 bits: widen them before adding hooks");
+
 void tlsm_hooks_write(struct tlsm_json *j, const char *key, uint64_t fns)
 {
     tlsm_json_key(j, key);

@@ -12,7 +12,7 @@
 extern char **environ;
 
 struct tlsm_config tlsm_cfg = {
-    .out = "tlsmeter.%p.jsonl",
+    .out = "tlsmeter.%p.trace",
     .reads = true,
     .records = true,
     .crypto = TLSM_MODE_NATIVE,
@@ -30,8 +30,14 @@ struct opt {
 };
 
 static const struct opt opts[] = {
-    {"TLSMETER_OUT", OPT_STRING, "tlsmeter.%p.jsonl",
-     "trace path template: %p pid, %t start time (s), %% a percent sign", &tlsm_cfg.out},
+    {"TLSMETER_OUT", OPT_STRING, "tlsmeter.%p.trace",
+     "trace path template: %p pid, %t start time (s), %% a percent sign (default name ends in "
+     ".jsonl with TLSMETER_FORMAT=jsonl)",
+     &tlsm_cfg.out},
+    {"TLSMETER_FORMAT", OPT_CHOICE, "binary",
+     "trace format: binary (format 2: fixed records, tlsmeter-analyze --jsonl prints it as JSON "
+     "Lines) or jsonl (format 1, JSON Lines written directly)",
+     &tlsm_cfg.format},
     {"TLSMETER_DISABLE", OPT_BOOL, "0", "1: load but trace nothing (pure pass-through)",
      &tlsm_cfg.disable},
     {"TLSMETER_READS", OPT_BOOL, "1", "write a read event per SSL_read*/SSL_peek* call",
@@ -61,6 +67,10 @@ static const struct opt opts[] = {
      "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
      "wall), perf, rseq, wall",
      &tlsm_cfg.cputime},
+    {"TLSMETER_CERTS", OPT_STRING, "",
+     "DIR: save each peer certificate the handshakes parse as DIR/cert-ID.der (0600), for "
+     "scripts/tlsmeter-certs; off by default (certificates can be private)",
+     &tlsm_cfg.certs},
     {"TLSMETER_EVENTS", OPT_CHOICE, "all",
      "all: a rec and a read event per record and call; summary: totals and histograms "
      "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic); "
@@ -131,13 +141,22 @@ static int parse_mode(const char *v, enum tlsm_crypto_mode *out)
 }
 
 /* OPT_CHOICE: the NULL-terminated names; dst holds the index of the one chosen. */
+static const char *const format_names[] = {"binary", "jsonl", NULL};
+
 static const char *const *choices(const struct opt *o)
 {
     static const char *const none[] = {NULL};
     static const char *const events[] = {"all", "summary", "both", NULL};
     if (o->dst == &tlsm_cfg.events)
         return events;
+    if (o->dst == &tlsm_cfg.format)
+        return format_names;
     return o->dst == &tlsm_cfg.cputime ? tlsm_cpu_setting_names : none;
+}
+
+const char *tlsm_format_suffix(void)
+{
+    return tlsm_cfg.format == TLSM_FORMAT_JSONL ? ".jsonl" : ".trace";
 }
 
 static int parse_choice(const char *v, const struct opt *o)
@@ -227,6 +246,9 @@ void tlsm_config_load(void)
                       v, accepted(&opts[i]), opts[i].def[0] ? opts[i].def : "(none)");
     }
     warn_unknown();
+    const char *out = getenv("TLSMETER_OUT");
+    if ((!out || !*out) && tlsm_cfg.format == TLSM_FORMAT_JSONL)
+        tlsm_cfg.out = "tlsmeter.%p.jsonl"; /* format 1's name */
 }
 
 static void json_value(struct tlsm_json *j, const struct opt *o)

@@ -8,6 +8,8 @@
 #include <stddef.h>
 
 enum tlsm_crypto_mode { TLSM_MODE_NATIVE, TLSM_MODE_HW, TLSM_MODE_SOFT };
+/* TLSMETER_FORMAT: trace format 2 (binary, docs/trace-format.md) or 1 (JSON Lines). */
+enum tlsm_format { TLSM_FORMAT_BINARY, TLSM_FORMAT_JSONL };
 
 struct tlsm_config {
     const char *out; /* path template: %p pid, %t start time, %% */
@@ -24,6 +26,8 @@ struct tlsm_config {
     const char *backend_propq;
     bool test_corrupt; /* tests only: damage verified backend output */
     unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
+    const char *certs; /* TLSMETER_CERTS: directory for peer certificates (hs_certs.c) */
+    unsigned format;   /* TLSMETER_FORMAT: enum tlsm_format */
     unsigned events;   /* TLSMETER_EVENTS: 0 all (a line per record and read), 1 summary, 2 both */
     unsigned interval; /* TLSMETER_INTERVAL: seconds between summary snapshots */
 };
@@ -41,5 +45,7 @@ void tlsm_config_write(struct tlsm_json *j);
 /* Print the table (name, type, default, help) to fd: TLSMETER_HELP=1 and the wrapper's --help. */
 void tlsm_config_print_help(int fd);
 const char *tlsm_mode_name(enum tlsm_crypto_mode m);
+/* The trace file's name ending for the format: ".trace" (2) or ".jsonl" (1). */
+const char *tlsm_format_suffix(void);
 
 #endif

@@ -14,6 +14,7 @@ struct tlsm_conn_state;
 struct perf_event_mmap_page;
 struct rseq;
 struct tlsm_rsm_ctx;
+struct tlsm_hs;
 
 struct tlsm_thread {
     int tid;
@@ -35,6 +36,12 @@ struct tlsm_thread {
      * open: GCM inner calls on this thread belong to that record (hook_gcm.c). Saved and restored
      * around the call, so a nested one on another context does not mix them. */
     struct tlsm_rsm_ctx *rec_cur;
+    /* Handshake parts (hs.h): the accumulator of the connection whose handshake-driving SSL_*
+     * call runs now (NULL outside one), the part in flight (nested hooked calls belong to
+     * it), and the EVP_MD_CTX last set up for a MAC key (a PSK binder, not a signature). */
+    struct tlsm_hs *hs_cur;
+    uint8_t hs_part;
+    const void *hs_mac_ctx;
     /* On-CPU time (cputime.c): the thread's method, set up at its first record (where its
      * clock stood when a record began is the record's, struct tlsm_rsm_mark). */
     uint8_t cpu_kind; /* enum tlsm_cpu_kind */

@@ -18,6 +18,7 @@
 #include "trace/trace_header.h"
 #include "trace/trace_int.h"
 #include "trace/tracemap.h"
+#include "trace/trace2.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,12 +58,13 @@ pid_t tlsm_tr_trace_pid;   /* the process that opened the file (vfork children a
 static unsigned trace_gen; /* bumped at every open: lib lines are written once per file */
 _Atomic bool tlsm_tr_allowed;
 bool tlsm_tr_mapped;                   /* lines go into mapped chunks of the file */
-static bool as_gave_up;                /* map_errno is RLIMIT_AS's doing */
-static int map_errno;                  /* a chunk could not be had: lines are dropped */
+bool tlsm_tr_fmt2;                     /* the file is trace format 2 (trace2.c) */
+static bool as_gave_up;                /* tlsm_tr_map_errno is RLIMIT_AS's doing */
+int tlsm_tr_map_errno;                 /* a chunk could not be had: lines are dropped */
 static char io_note[160];              /* why the file is written with write(2), or "" */
 _Atomic uint64_t tlsm_tr_warnings;     /* warn lines in this file */
 _Atomic uint64_t tlsm_tr_direct_lines; /* lines written past the thread buffers */
-static __thread bool in_writer;        /* this thread holds its buffer in the slow path */
+__thread bool tlsm_tr_in_writer;       /* this thread holds its buffer in the slow path */
 
 void tlsm_trace_allow(void)
 {
@@ -147,74 +149,12 @@ static struct tlsm_tbuf *self_buf(void)
     return b;
 }
 
-/* One line straight to the file, bypassing the thread buffers (no lock: warnings may come
- * from inside the writer): at the mapped file's cursor, or one O_APPEND write(2). */
-bool tlsm_tr_put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n)
-{
-    return in_map ? tlsm_tmap_append(f, line, n) : tlsm_trace_write(f, is_pipe, line, n);
-}
-
-#define MAX_EARLY_WARN 4
-static char early_warn[MAX_EARLY_WARN][256]; /* warnings before the file existed */
-_Atomic unsigned tlsm_tr_nearly_warn;
-
-size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid)
-{
-    struct tlsm_json j;
-    tlsm_json_begin(&j, line, cap, TLSM_EV(WARN));
-    tlsm_json_int(&j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
-    if (with_pid)
-        tlsm_json_int(&j, "pid", getpid());
-    tlsm_json_str(&j, "msg", msg);
-    return tlsm_json_end(&j, line);
-}
-
-/* log.c: every warning also goes into the trace, where the user finds it even when the
- * program sent its stderr elsewhere. Before the file exists it is kept for the header. */
-void tlsm_trace_warn(const char *msg)
-{
-    char line[1024];
-    int s = atomic_load(&tlsm_tr_state);
-    if (s == ST_UNOPENED || s == ST_RESERVED) {
-        unsigned i = atomic_fetch_add(&tlsm_tr_nearly_warn, 1);
-        if (i < MAX_EARLY_WARN)
-            snprintf(early_warn[i], sizeof(early_warn[i]), "%s", msg);
-        return;
-    }
-    if (s != ST_OPEN || getpid() != tlsm_tr_trace_pid)
-        return;
-    size_t n = tlsm_tr_warn_line(line, sizeof(line), msg, false);
-    if (!n)
-        return;
-    /* In the thread's chunk (no zeroed space left behind) when it has one: no allocation,
-     * no list lock, whatever lock the warning's caller holds. */
-    if (!in_writer && tlsm_th.buf) {
-        tlsm_trace_line(line, n);
-        atomic_fetch_add(&tlsm_tr_warnings, 1);
-    } else if (tlsm_tr_put_direct(tlsm_tr_fd, tlsm_tr_mapped, tlsm_tr_fd_is_pipe, line, n)) {
-        atomic_fetch_add(&tlsm_tr_direct_lines, 1);
-        atomic_fetch_add(&tlsm_tr_warnings, 1);
-    }
-}
-
-uint64_t tlsm_trace_warnings(void)
-{
-    return atomic_load(&tlsm_tr_warnings);
-}
-
-static void replay_early_warnings(void)
-{
-    unsigned n = atomic_exchange(&tlsm_tr_nearly_warn, 0);
-    for (unsigned i = 0; i < n && i < MAX_EARLY_WARN; i++)
-        tlsm_trace_warn(early_warn[i]);
-}
-
 /* Mapped mode for a regular file whose filesystem can reserve blocks, unless RLIMIT_AS
  * leaves too little room for chunks; write(2) otherwise (a 32 KiB buffer per thread). */
 static void choose_io(const struct stat *st)
 {
     tlsm_tr_mapped = false;
-    map_errno = 0;
+    tlsm_tr_map_errno = 0;
     io_note[0] = 0;
     if (!S_ISREG(st->st_mode))
         snprintf(io_note, sizeof(io_note), "not a regular file");
@@ -232,6 +172,8 @@ static void choose_io(const struct stat *st)
  * trace has no zeroed space to squeeze out at exit. */
 static bool put_header(const char *line, size_t n)
 {
+    if (tlsm_tr_fmt2 && !tlsm_tr_mapped)
+        return tlsm_tr_put2_header(NULL, line, n);
     if (!tlsm_tr_mapped)
         return tlsm_tr_write_all(line, n);
     struct tlsm_tbuf *b = self_buf();
@@ -243,10 +185,13 @@ static bool put_header(const char *line, size_t n)
     tlsm_tr_lock_buf(b);
     tlsm_tmap_unmap(b->data, b->cap);
     b->data = p, b->off = off, b->cap = size;
-    memcpy(p, line, n);
-    b->used = n;
+    bool ok = true;
+    if (tlsm_tr_fmt2)
+        ok = tlsm_tr_put2_header(b, line, n);
+    else
+        memcpy(p, line, n), b->used = n;
     tlsm_tr_unlock_buf(b);
-    return true;
+    return ok;
 }
 
 /* A reserved file (created at fork) is used if it is still ours, else a new one is made. */
@@ -294,6 +239,8 @@ void tlsm_tr_open_trace(void)
         tlsm_tr_sh = sh == MAP_FAILED ? NULL : sh; /* without it children do not write here */
     }
     choose_io(&st);
+    tlsm_tr_fmt2 = tlsm_cfg.format == TLSM_FORMAT_BINARY;
+    tlsm_json_stage_hot = tlsm_tr_fmt2;
     tlsm_tr_trace_pid = getpid();
     trace_gen++;
     tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(HEADER));
@@ -315,7 +262,7 @@ void tlsm_tr_open_trace(void)
         return;
     }
     atomic_store(&tlsm_tr_state, ST_OPEN);
-    replay_early_warnings();
+    tlsm_tr_replay_early_warnings();
     /* Instances met before this file existed (before the constructor allowed tracing, or
      * in the parent of a forked child) still get their lib line in this file. */
     tlsm_tr_replay(trace_gen);
@@ -351,8 +298,9 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
         b->pending = 0;
         return;
     }
-    if (!b->used)
+    if (!b->used || (tlsm_tr_fmt2 && b->used <= TLSM_B2_CHUNK_HDR))
         return;
+    size_t out = tlsm_tr_fmt2 ? tlsm_tr_seal_chunk(b) : b->used;
     if (atomic_load(&tlsm_tr_state) == ST_OPEN && !tlsm_tr_fd_still_ours()) {
         b->dropped += b->pending;
         atomic_fetch_add(&tlsm_tr_dropped_bytes, b->used);
@@ -360,7 +308,7 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
         tlsm_trace_quiet("the program closed the trace's descriptor");
         return;
     }
-    if (atomic_load(&tlsm_tr_state) == ST_OPEN && tlsm_tr_write_all(b->data, b->used)) {
+    if (atomic_load(&tlsm_tr_state) == ST_OPEN && tlsm_tr_write_all(b->data, out)) {
         b->written += b->pending;
     } else {
         int e = errno;
@@ -378,7 +326,7 @@ void tlsm_tr_flush_buf(struct tlsm_tbuf *b)
 }
 
 /* A line that will not be in the file: counted in lines and bytes (end.dropped_bytes). */
-static void drop_line(struct tlsm_tbuf *b, size_t len)
+void tlsm_tr_drop_line(struct tlsm_tbuf *b, size_t len)
 {
     b->dropped++;
     atomic_fetch_add_explicit(&tlsm_tr_dropped_bytes, len, memory_order_relaxed);
@@ -393,12 +341,12 @@ static bool as_limited(void)
 /* The file cannot grow (disk full, RLIMIT_FSIZE, RLIMIT_AS near, ...): say so once, drop
  * and count from now on; the end line still fits in space already allocated and names the
  * reason. */
-static void map_failed(int e)
+void tlsm_tr_map_failed(int e)
 {
-    if (map_errno)
+    if (tlsm_tr_map_errno)
         return;
-    map_errno = e ? e : EIO;
-    as_gave_up = map_errno == ENOMEM && as_limited();
+    tlsm_tr_map_errno = e ? e : EIO;
+    as_gave_up = tlsm_tr_map_errno == ENOMEM && as_limited();
     char why[PATH_MAX + 160];
     if (as_gave_up)
         snprintf(why, sizeof(why),
@@ -407,7 +355,7 @@ static void map_failed(int e)
                  tlsm_tr_path, (unsigned long long)(tlsm_tmap_as_left() / 1024));
     else
         snprintf(why, sizeof(why), "trace %s cannot grow: %s; later events are dropped and counted",
-                 tlsm_tr_path, strerror(map_errno));
+                 tlsm_tr_path, strerror(tlsm_tr_map_errno));
     tlsm_warn("%s", why);
 }
 
@@ -415,17 +363,21 @@ static void map_failed(int e)
  * the old one in the file, the line is split across both and no zeroed space is left. */
 static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
 {
+    if (tlsm_tr_fmt2) {
+        tlsm_tr_put2_slow(b, line, len);
+        return;
+    }
     uint64_t off;
     size_t size = 0;
     char *p = NULL;
-    if (!map_errno && tlsm_tr_fd_still_ours())
+    if (!tlsm_tr_map_errno && tlsm_tr_fd_still_ours())
         p = tlsm_tmap_chunk(tlsm_tr_fd, &off, &size);
-    else if (!map_errno)
+    else if (!tlsm_tr_map_errno)
         errno = EBADF;
     if (!p) {
-        drop_line(b, len);
-        if (!map_errno)
-            map_failed(errno);
+        tlsm_tr_drop_line(b, len);
+        if (!tlsm_tr_map_errno)
+            tlsm_tr_map_failed(errno);
         return;
     }
     size_t head = 0;
@@ -444,17 +396,17 @@ static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len);
 
 /* A warning from in here (the file cannot grow) goes straight to the file: this thread
  * holds its own buffer. */
-static void line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
+void tlsm_tr_line_slow(struct tlsm_tbuf *b, const char *line, size_t len)
 {
-    in_writer = true;
+    tlsm_tr_in_writer = true;
     line_slow_locked(b, line, len);
-    in_writer = false;
+    tlsm_tr_in_writer = false;
 }
 
 static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
 {
     if (atomic_load(&tlsm_tr_state) != ST_OPEN) {
-        drop_line(b, len);
+        tlsm_tr_drop_line(b, len);
         return;
     }
     if (tlsm_tr_mapped) {
@@ -462,11 +414,15 @@ static void line_slow_locked(struct tlsm_tbuf *b, const char *line, size_t len)
         return;
     }
     if (!b->data && !(b->data = malloc(TBUF_SIZE))) {
-        drop_line(b, len);
+        tlsm_tr_drop_line(b, len);
         return;
     }
     b->cap = TBUF_SIZE;
     tlsm_tr_flush_buf(b);
+    if (tlsm_tr_fmt2) {
+        tlsm_tr_put2_slow(b, line, len);
+        return;
+    }
     memcpy(b->data + b->used, line, len);
     b->used += len;
     b->pending++;
@@ -477,16 +433,18 @@ void tlsm_trace_line(const char *line, size_t len)
     struct tlsm_tbuf *b = self_buf();
     if (!b || atomic_load_explicit(&tlsm_tr_state, memory_order_relaxed) != ST_OPEN) {
         if (b)
-            drop_line(b, len);
+            tlsm_tr_drop_line(b, len);
         return;
     }
     tlsm_tr_lock_buf(b);
-    if (__builtin_expect(b->used + len <= b->cap, 1)) {
+    if (tlsm_tr_fmt2) {
+        tlsm_tr_put2(b, line, len);
+    } else if (__builtin_expect(b->used + len <= b->cap, 1)) {
         memcpy(b->data + b->used, line, len);
         b->used += len;
         b->pending++;
     } else {
-        line_slow(b, line, len);
+        tlsm_tr_line_slow(b, line, len);
     }
     tlsm_tr_unlock_buf(b);
 }
@@ -584,9 +542,9 @@ uint64_t tlsm_trace_dropped_bytes(void)
 
 const char *tlsm_trace_io_error(void)
 {
-    if (map_errno && as_gave_up)
+    if (tlsm_tr_map_errno && as_gave_up)
         return "address space limit (RLIMIT_AS) near";
-    return map_errno ? strerror(map_errno) : NULL;
+    return tlsm_tr_map_errno ? strerror(tlsm_tr_map_errno) : NULL;
 }
 
 const char *tlsm_trace_io(void)

@@ -89,8 +89,8 @@ int tlsm_trace_create(char *p, size_t cap, bool *is_pipe)
     /* A directory means a file per process inside it. */
     if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
         size_t n = strlen(p);
-        if ((size_t)snprintf(p + n, cap - n, "%stlsmeter.%d.jsonl", n && p[n - 1] == '/' ? "" : "/",
-                             (int)getpid()) >= cap - n)
+        if ((size_t)snprintf(p + n, cap - n, "%stlsmeter.%d%s", n && p[n - 1] == '/' ? "" : "/",
+                             (int)getpid(), tlsm_format_suffix()) >= cap - n)
             return errno = ENAMETOOLONG, -1;
     }
     size_t base = strlen(p);

@@ -25,7 +25,7 @@ void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
         fclose(f);
     }
     tlsm_cpu_model(cpu, sizeof(cpu));
-    tlsm_json_int(j, "format", 1);
+    tlsm_json_int(j, "format", tlsm_cfg.format == TLSM_FORMAT_JSONL ? 1 : 2);
     tlsm_json_str(j, "tool", "tlsmeter");
     tlsm_json_str(j, "version", TLSM_VERSION);
     tlsm_json_int(j, "pid", getpid());

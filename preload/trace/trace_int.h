@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "trace/trace2.h"
+
 /* ST_RESERVED: a forked child's file exists (created at the fork), its header not yet
  * written. */
 enum tlsm_tr_st { ST_UNOPENED, ST_OPEN, ST_OFF, ST_FINISHED, ST_RESERVED };
@@ -23,6 +25,8 @@ struct tlsm_tbuf {
     uint64_t off;     /* file offset of the mapped chunk */
     uint64_t pending, written, dropped; /* lines */
     struct tlsm_tbuf *next;
+    size_t hdr;               /* format 2: where the chunk header is in data (16 after the */
+    struct tlsm_b2_stream s2; /* file header in chunk 0, else 0) and the chunk's encoder */
 };
 
 extern _Atomic int tlsm_tr_state;
@@ -41,6 +45,7 @@ extern ino_t tlsm_tr_fd_ino;    /* descriptor may reuse ours for a file of its o
 extern pid_t tlsm_tr_trace_pid; /* the process that opened the file (not a vfork child) */
 extern _Atomic bool tlsm_tr_allowed;
 extern bool tlsm_tr_mapped;                   /* lines go into mapped chunks of the file */
+extern bool tlsm_tr_fmt2;                     /* the file is trace format 2 (binary) */
 extern _Atomic uint64_t tlsm_tr_warnings;     /* warn lines in this file */
 extern _Atomic uint64_t tlsm_tr_direct_lines; /* lines written past the thread buffers */
 extern _Atomic unsigned tlsm_tr_nearly_warn;  /* warnings kept until the file exists */
@@ -76,12 +81,33 @@ bool tlsm_tr_write_all(const char *p, size_t n);
 bool tlsm_tr_fd_still_ours(void);
 /* A warn line (with the writer's pid when it is a child writing into its parent's file). */
 size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid);
+/* Format 2: a JSON line as a chunk of its own into out (format 1: the line as it is);
+ * returns the bytes, 0 when it does not fit. */
+size_t tlsm_tr_frame_direct(char *out, size_t cap, const char *line, size_t n);
 /* One line past the thread buffers: the mapped file's cursor or one write(2). */
 bool tlsm_tr_put_direct(int f, bool in_map, bool is_pipe, const char *line, size_t n);
 /* Buffer lock held: count (mapped) or write out (write(2)) the buffered lines; give up the
  * mapped chunk (its unused end is a gap). */
 void tlsm_tr_flush_buf(struct tlsm_tbuf *b);
 void tlsm_tr_close_chunk(struct tlsm_tbuf *b);
+/* Set while this thread holds its own buffer in the slow path (a warning goes direct). */
+extern __thread bool tlsm_tr_in_writer;
+/* trace_warn.c: the warnings from before the file existed, into it. */
+void tlsm_tr_replay_early_warnings(void);
+/* A line that will not be in the file: counted in lines and bytes (end.dropped_bytes). */
+void tlsm_tr_drop_line(struct tlsm_tbuf *b, size_t len);
+/* The file cannot grow: say so once, drop and count from now on. */
+void tlsm_tr_map_failed(int e);
+extern int tlsm_tr_map_errno;
+/* trace_put2.c, format 2 (buffer lock held): one event into the thread's chunk; the same
+ * when it does not fit (a new chunk first); a write(2) buffer's chunk made ready to write
+ * (its size, its padding): returns the bytes to write. */
+void tlsm_tr_put2(struct tlsm_tbuf *b, const char *line, size_t len);
+/* trace.c: the slow path (next chunk, or write(2) the buffer) of either format. */
+void tlsm_tr_line_slow(struct tlsm_tbuf *b, const char *line, size_t len);
+void tlsm_tr_put2_slow(struct tlsm_tbuf *b, const char *line, size_t len);
+size_t tlsm_tr_seal_chunk(struct tlsm_tbuf *b);
+bool tlsm_tr_put2_header(struct tlsm_tbuf *b, const char *line, size_t n);
 /* Every thread's buffer, under the list lock. */
 void tlsm_tr_flush_all(bool close);
 

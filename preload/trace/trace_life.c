@@ -39,14 +39,18 @@ void tlsm_tr_replay(unsigned gen)
 /* The end line goes last: after the squeeze in mapped mode, else one more write(2). */
 static void write_end(char *line, size_t cap, bool all_stopped)
 {
+    char framed[TLSM_LINE_MAX * 2 + 64];
     size_t n = end_line ? end_line(line, cap) : 0;
+    if (n && tlsm_tr_fmt2) /* a chunk of its own */
+        n = tlsm_tr_frame_direct(framed, sizeof(framed), line, n), line = framed;
     if (!n)
         return;
     if (!tlsm_tr_mapped)
         tlsm_tr_write_all(line, n);
     else if (!tlsm_tr_fd_still_ours())
         return; /* the mappings kept the lines; a descriptor the program reused is not ours */
-    else if (!all_stopped || !tlsm_tmap_finish(tlsm_tr_fd, line, n))
+    else if (!all_stopped ||
+             !(tlsm_tr_fmt2 ? tlsm_tmap_finish2 : tlsm_tmap_finish)(tlsm_tr_fd, line, n))
         tlsm_tmap_append(tlsm_tr_fd, line, n); /* zeroed space stays: readers skip it */
 }
 

@@ -5,6 +5,7 @@
  * program; a chunk that cannot be allocated is never mapped. Space a chunk did not use
  * stays zero; at exit it is squeezed out, so a trace of a normal exit is plain text. */
 #include "trace/tracemap.h"
+#include "trace/trace2.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -216,7 +217,7 @@ static bool pwrite_all(int fd, const char *p, size_t n, uint64_t at)
 
 /* The first non-NUL byte of p[r..n), n if none: a chunk's unused tail is most of a short
  * trace's file (256 KiB of zeros for a few KiB of lines), so it is skipped 8 bytes a step. */
-static size_t skip_zeros(const char *p, size_t r, size_t n)
+static size_t skip_nul_run(const char *p, size_t r, size_t n)
 {
     uint64_t word;
     while (r < n && !p[r] && (r & 7))
@@ -237,7 +238,7 @@ static size_t squeeze(char *p, size_t n)
         size_t run = (z ? (size_t)(z - p) : n) - r;
         memmove(p + w, p + r, run);
         w += run, r += run;
-        r = skip_zeros(p, r, n);
+        r = skip_nul_run(p, r, n);
     }
     return w;
 }
@@ -266,6 +267,95 @@ bool tlsm_tmap_finish(int fd, const char *end, size_t n)
     }
     if (r < top)
         return false;
+    bool ok = !n || pwrite_all(fd, end, n, w);
+    atomic_store(&sh->next, w + (ok ? n : 0));
+    atomic_store(&sh->first_gap, UINT64_MAX);
+    return ftruncate(fd, (off_t)(w + (ok ? n : 0))) == 0 && ok;
+}
+
+/* Format 2. Copies [from, from+n) down to w through buf (from > w: the copy runs forward). */
+static bool move_down(int fd, char *buf, size_t cap, uint64_t from, uint64_t n, uint64_t w)
+{
+    while (n) {
+        size_t want = n < cap ? (size_t)n : cap;
+        ssize_t k = pread(fd, buf, want, (off_t)from);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0 || !pwrite_all(fd, buf, (size_t)k, w))
+            return false;
+        from += (uint64_t)k, w += (uint64_t)k, n -= (uint64_t)k;
+    }
+    return true;
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Zero space between chunks (page alignment after a small chunk, a chunk given back) from
+ * r on: the offset of the next non-zero 8-byte word, or top. */
+static uint64_t skip_zeros(int fd, char *buf, size_t cap, uint64_t r, uint64_t top)
+{
+    while (r < top) {
+        size_t want = top - r < cap ? (size_t)(top - r) : cap;
+        ssize_t k = pread(fd, buf, want & ~(size_t)7, (off_t)r);
+        if (k < 8)
+            return top;
+        for (ssize_t i = 0; i + 8 <= k; i += 8) {
+            uint64_t w;
+            memcpy(&w, buf + i, 8);
+            if (w)
+                return r + (uint64_t)i;
+        }
+        r += (uint64_t)k & ~(uint64_t)7;
+    }
+    return top;
+}
+
+/* Format 2's squeeze: chunk by chunk (each header says how much of it holds entries), the
+ * unused ends are cut out. A chunk still in its place whose unused end is at most a 16th
+ * of it stays as it is (a full chunk's last, too-small bit), so a single-threaded trace
+ * moves nothing and only its last chunk shrinks. Anything that is not a chunk header stops
+ * the walk; from there the rest is moved down as it is. */
+bool tlsm_tmap_finish2(int fd, const char *end, size_t n)
+{
+    static char buf[64 * 1024];
+    uint64_t top = atomic_load(&sh->next), r = TLSM_B2_FILE_HDR, w = r;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < top)
+        top = (uint64_t)st.st_size;
+    while (r + TLSM_B2_CHUNK_HDR <= top) {
+        unsigned char h[TLSM_B2_CHUNK_HDR];
+        if (pread(fd, h, sizeof(h), (off_t)r) != (ssize_t)sizeof(h))
+            return false;
+        uint32_t size = le32(h + 4), used = le32(h + 8);
+        if (le32(h) == 0 && le32(h + 4) == 0) {
+            r = skip_zeros(fd, buf, sizeof(buf), r, top);
+            continue;
+        }
+        if (le32(h) != TLSM_B2_CHUNK_MAGIC || size < TLSM_B2_CHUNK_HDR || size % 8 ||
+            r + size > top || used > size - TLSM_B2_CHUNK_HDR)
+            break;
+        uint64_t keep = (TLSM_B2_CHUNK_HDR + (uint64_t)used + 7) / 8 * 8;
+        if (w == r && size - keep <= size / 16) {
+            r = w = r + size;
+            continue;
+        }
+        if (w != r && !move_down(fd, buf, sizeof(buf), r, keep, w))
+            return false;
+        char sz[4] = {(char)keep, (char)(keep >> 8), (char)(keep >> 16), (char)(keep >> 24)};
+        if (!pwrite_all(fd, sz, 4, w + 4))
+            return false;
+        /* Zero padding of the kept part: the bytes after the entries may be a cut copy's. */
+        uint64_t pad = keep - TLSM_B2_CHUNK_HDR - used;
+        if (pad && !pwrite_all(fd, "\0\0\0\0\0\0\0", pad, w + keep - pad))
+            return false;
+        r += size, w += keep;
+    }
+    if (r < top && r != w && !move_down(fd, buf, sizeof(buf), r, top - r, w))
+        return false;
+    w += r < top ? top - r : 0;
     bool ok = !n || pwrite_all(fd, end, n, w);
     atomic_store(&sh->next, w + (ok ? n : 0));
     atomic_store(&sh->first_gap, UINT64_MAX);

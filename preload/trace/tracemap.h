@@ -28,6 +28,8 @@ void tlsm_tmap_unmap(char *p, size_t size);
 /* Exit: squeeze the zeroed space out of the file, append the end line, cut the file to its
  * data. Only when no chunk is written any more. False (errno set) on an I/O error. */
 bool tlsm_tmap_finish(int fd, const char *end, size_t n);
+/* The same for trace format 2 (end: a chunk of its own): chunks lose their unused ends. */
+bool tlsm_tmap_finish2(int fd, const char *end, size_t n);
 /* One line at the cursor with pwrite(2), no mapping: warnings (from anywhere, no lock),
  * an end line when not every writer could be stopped, and a forked child that could not
  * create its own trace writing into its parent's file (the cursor page is shared). */

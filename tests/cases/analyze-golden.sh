@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analyze-golden: checked-in traces (tests/golden/*.jsonl) through tlsmeter-analyze must give
+# analyze-golden: checked-in traces (tests/golden/*.jsonl, format 2: *.trace) through tlsmeter-analyze must give
 # exactly the checked-in outputs listed in tests/golden/MANIFEST (diff -u on a mismatch).
 # After an intended change: tests/golden/regen, then review `git diff tests/golden`.
 # shellcheck source=tests/lib.sh

@@ -65,7 +65,7 @@ if tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     (cd "$d" && "$W" record --lib "$lib" -- "${dl[@]}" >"$d/w.out" 2>"$d/w.err")
     echo $? >"$d/w.rc"
     tls_server_stop
-    tls_traces "$d/tlsmeter.*.jsonl"
+    tls_traces "$d/tlsmeter.*.trace"
     name="core-scripts record $TLS_DL"
     if [ "$(cat "$d/w.rc")" != 0 ] || ! cmp -s "$d/w.body" "$TLS_WWW/w.bin"; then
         fail "$name: exit $(cat "$d/w.rc"), body differs or missing"

@@ -42,18 +42,21 @@ for m in summary all both; do
         fail "summary-mode: no trace of the TLSMETER_EVENTS=$m run"
         exit 0
     fi
+    # The trace as written (format 2 by default) and as JSON Lines, for the checks below.
+    "$A" -q --jsonl "${tr[$m]}" >"$d/$m.jl" 2>"$d/$m.jl.err"
 done
 check "summary-mode: summary trace $(tls_size "${tr[summary]}") bytes < 64 KiB, no rec or read event, the bytes of the event run" \
     "$TLSM_PY" -c 'import json, os, sys
-p, q = sys.argv[1:3]
-assert os.path.getsize(p) < 65536, os.path.getsize(p)
+p, q, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+assert size < 65536, size
 ev = [json.loads(l) for l in open(p)]
 kinds = [e["ev"] for e in ev]
 assert "rec" not in kinds and "read" not in kinds, "per-event lines in a summary trace"
 assert kinds.count("summary") >= 2 and kinds[-1] == "end", kinds
 got = sum(e.get("got", 0) for e in ev if e["ev"] == "summary" and e["what"] == "process")
 want = sum(json.loads(l).get("got", 0) for l in open(q) if "\"ev\":\"read\"" in l)
-assert got == want and got > 1 << 30, (got, want)' "${tr[summary]}" "${tr[all]}"
+assert got == want and got > 1 << 30, (got, want)' "$d/summary.jl" "$d/all.jl" \
+    "$(tls_size "${tr[summary]}")"
 
 # One download, two representations: its event lines and its summary events.
 "$TLSM_PY" -c 'import json, sys
@@ -72,7 +75,7 @@ with open(ev_out, "w") as e, open(sum_out, "w") as s:
             e.write(line)
         else:
             s.write(line)
-            e.write(line)' "${tr[both]}" "$d/split.ev.jsonl" "$d/split.sum.jsonl"
+            e.write(line)' "$d/both.jl" "$d/split.ev.jsonl" "$d/split.sum.jsonl"
 "$A" --json "$d/split.sum.jsonl" >"$d/sum.json" 2>"$d/sum.err"
 "$A" --json "$d/split.ev.jsonl" >"$d/ev.json" 2>"$d/ev.err"
 check "summary-mode: analyzer --json of the summary agrees with the events of the same download" \
@@ -107,6 +110,7 @@ TLS_ENV=(TLSMETER_EVENTS=summary TLSMETER_INTERVAL=1)
 tls_run "$d/slow" "$d/slow.%p.jsonl" "$SR" "$TLS_PORT" "$TLS_CERT" /mid.bin 1
 TLS_ENV=()
 tls_traces "$d/slow.*.jsonl"
+"$A" -q --jsonl "${TRACES[0]:-/nonexistent}" >"$d/slow.jl" 2>/dev/null
 check "summary-mode: TLSMETER_INTERVAL=1 writes snapshots during the run; their deltas add up" \
     "$TLSM_PY" -c 'import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -118,7 +122,7 @@ body = int(open(sys.argv[2]).read().split("body=")[1].split()[0])
 assert got >= body and reads >= body, (got, reads, body)
 finals = [e for e in ev if e.get("final")]
 assert finals and all(e["seq"] == seqs[-1] for e in finals), "final flag"' \
-    "${TRACES[0]:-/nonexistent}" "$d/slow.out"
+    "$d/slow.jl" "$d/slow.out"
 
 "$A" --chrome "${tr[summary]}" >"$d/chrome.json" 2>"$d/chrome.err"
 check "summary-mode: --chrome on a summary trace says it needs per-event data" \

@@ -2,10 +2,12 @@
 # trace-death: a client killed mid-download keeps its trace. A Python client records after
 # every read how many bytes it has received (a file the test reads after its death); it is
 # killed (a) by SIGTERM, which it does not handle, and (b) by SIGKILL, each once it has
-# >= 2 MiB, and (c) by SIGKILL right after one short request. The trace's read events (sum of
-# got) must cover >= 99 % of what the client recorded, the trace must parse (NUL runs of the
-# mapped writer skipped, at most one line per thread cut), and the report must say "cut short"
-# with what it holds, never "made no TLS reads".
+# >= 2 MiB, and (c) by SIGKILL right after one short request, all in trace format 2 (its
+# chunks read through tlsmeter-analyze --jsonl), and (b) once more in format 1. The trace's
+# read events (sum of got) must cover >= 99 % of what the client recorded, the trace must
+# parse (format 1: NUL runs of the mapped writer skipped, at most one line per thread cut;
+# format 2: no entry torn), and the report must say "cut short" with what it holds, never
+# "made no TLS reads".
 # tlsm-arch: x86_64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -76,12 +78,28 @@ if lines == 0 or not data.startswith(b'{"ev":"header"'):
 print(got, cut, lines)
 PY
 
-# run_kill NAME PATH DELAY SIGNAL MIN_BYTES: start the traced client, wait until it has
-# MIN_BYTES (or, MIN_BYTES 0, until it is done), send SIGNAL, then check its trace.
+# holds FILE: holds.py on the trace's JSON Lines form (format 2: tlsmeter-analyze --jsonl,
+# which reads the chunks a killed process left).
+holds() {
+    if [ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' \n')" = 89544c53 ]; then
+        "$O/tlsmeter-analyze" -q --jsonl "$1" >"$1.as-jsonl" || {
+            echo "tlsmeter-analyze --jsonl failed"
+            return 1
+        }
+        "$TLSM_PY" "$d/holds.py" "$1.as-jsonl"
+    else
+        "$TLSM_PY" "$d/holds.py" "$1"
+    fi
+}
+
+# run_kill NAME PATH DELAY SIGNAL MIN_BYTES [VAR=VALUE...]: start the traced client, wait
+# until it has MIN_BYTES (or, MIN_BYTES 0, until it is done), send SIGNAL, then check its
+# trace (format 2, the default; TLSMETER_FORMAT=jsonl for format 1's NUL-run layout).
 run_kill() {
     local name=$1 path=$2 delay=$3 sig=$4 min=$5 p=$d/$1 pid have=0 f
+    shift 5
     rm -f "$p".*
-    env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$p.%p.jsonl" \
+    env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$p.%p.jsonl" "$@" \
         "$TLSM_PY" "$d/client.py" "$TLS_PORT" "$TLS_CERT" "$path" "$p.count" "$delay" \
         >"$p.out" 2>"$p.err" &
     pid=$!
@@ -114,7 +132,7 @@ run_kill() {
     fi
     f=${TRACES[0]}
     local h got cut
-    if ! h=$("$TLSM_PY" "$d/holds.py" "$f" 2>&1); then
+    if ! h=$(holds "$f" 2>&1); then
         fail "trace-death $name: trace unreadable: $h"
         return
     fi
@@ -143,6 +161,7 @@ sys.exit(0 if find(json.load(open(sys.argv[1]))) == int(sys.argv[2]) else 1)' "$
 run_kill term big.bin 0.002 TERM $((2 * 1024 * 1024))
 run_kill kill big.bin 0.002 KILL $((2 * 1024 * 1024))
 run_kill short small.bin 0 KILL 0
+run_kill kill-jsonl big.bin 0.002 KILL $((2 * 1024 * 1024)) TLSMETER_FORMAT=jsonl
 
 # (d) write(2) mode (a FIFO cannot be mapped): a normal exit still writes every buffered line
 # and the end line; the header says io "write".
@@ -157,6 +176,8 @@ timeout -k 5 60 env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$d/fifo" \
 # the FIFO (bounded: the open blocks only if cat is gone already).
 timeout 2 sh -c ': >"$1"' sh "$d/fifo" 2>/dev/null
 wait "$cat_pid" 2>/dev/null
+mv "$d/fifo.jsonl" "$d/fifo.trace"
+"$O/tlsmeter-analyze" -q --jsonl "$d/fifo.trace" >"$d/fifo.jsonl"
 check "trace-death fifo: write(2) mode keeps every line at exit" "$TLSM_PY" - "$d/fifo.jsonl" \
     "$(awk '{print $1 + 0; exit}' "$d/fifo.count" 2>/dev/null)" <<'PY'
 import json, sys

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # trace-diskfull: the trace's filesystem fills up part way (a 768 KiB tmpfs, a download whose
-# trace needs more): the program is unharmed (same output, exit 0, no SIGBUS from a mapped
+# trace needs more; for format 2, whose trace is a third of that, 384 KiB): the program is unharmed (same output, exit 0, no SIGBUS from a mapped
 # page), the trace holds whole lines only, its end line names the error (io_error) and
 # counts the dropped events (and their bytes), stderr has one warning, and the analyzer's
 # report says the disk was full and how much was dropped. Full from the start: no file left,
@@ -30,16 +30,30 @@ if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     exit 0
 fi
 
-# Part way: about 1.2 MB of trace into 768 KiB.
-tls_client py "$TLS_PORT" big.bin "$d/full" "$mnt/t.%p.jsonl"
-tls_traces "$mnt/t.*.jsonl"
-if [ "$(cat "$d/full.rc")" != 0 ] || [ "$(tls_size "$d/full.body" 2>/dev/null)" != $((48 * 1024 * 1024)) ]; then
-    fail "trace-diskfull part way: the client failed (exit $(cat "$d/full.rc")): $(head -c 300 "$d/full.err")"
-elif [ "${#TRACES[@]}" != 1 ]; then
-    fail "trace-diskfull part way: want one trace, found ${#TRACES[@]}"
-else
-    check "trace-diskfull part way: whole lines, end names ENOSPC and counts the drops, one warning" \
-        "$TLSM_PY" - "${TRACES[0]}" "$d/full.err" <<'PY'
+# part_way MNT NAME [VAR=VALUE...]: a download whose trace does not fit MNT. Format 1: about
+# 1.2 MB of trace into 768 KiB; format 2 (a third of the bytes) into a 384 KiB tmpfs. The
+# trace is checked in its JSON Lines form (format 2: tlsmeter-analyze --jsonl).
+part_way() {
+    local mnt=$1 name="trace-diskfull part way${2:+ ($2)}" f
+    shift 2
+    TLS_ENV=("$@") TLS_KEEP_FORMAT=1 # no JSON Lines copy on the full disk: see below
+    tls_client py "$TLS_PORT" big.bin "$d/full" "$mnt/t.%p.jsonl"
+    TLS_ENV=() TLS_KEEP_FORMAT=
+    tls_traces "$mnt/t.*.jsonl"
+    if [ "$(cat "$d/full.rc")" != 0 ] || [ "$(tls_size "$d/full.body" 2>/dev/null)" != $((48 * 1024 * 1024)) ]; then
+        fail "$name: the client failed (exit $(cat "$d/full.rc")): $(head -c 300 "$d/full.err")"
+        return
+    elif [ "${#TRACES[@]}" != 1 ]; then
+        fail "$name: want one trace, found ${#TRACES[@]}"
+        return
+    fi
+    f=${TRACES[0]}
+    if [ "$(head -c 4 "$f" | od -An -tx1 | tr -d ' \n')" = 89544c53 ]; then
+        "$O/tlsmeter-analyze" -q --jsonl "$f" >"$d/full.as-jsonl"
+        f=$d/full.as-jsonl
+    fi
+    check "$name: whole lines, end names ENOSPC and counts the drops, one warning" \
+        "$TLSM_PY" - "$f" "$d/full.err" <<'PY'
 import json, sys
 data = open(sys.argv[1], "rb").read()
 assert b"\0" not in data, "NUL bytes left in the trace"
@@ -58,12 +72,22 @@ PY
     "$O/tlsmeter-analyze" "${TRACES[0]}" >"$d/full.report" 2>&1
     if grep -Eq "[0-9]+ events \([0-9.]+ [KMG]?i?B of trace\) were dropped: the trace's disk was full \(No space left on device\)" "$d/full.report" &&
         ! grep -Eq "full trace buffers|process killed|cut short" "$d/full.report"; then
-        pass "trace-diskfull part way: the report says the disk was full and how much was dropped"
+        pass "$name: the report says the disk was full and how much was dropped"
     else
-        fail "trace-diskfull part way: the report does not name the full disk: $(grep -i "drop\|cut\|full" "$d/full.report" | head -c 400)"
+        fail "$name: the report does not name the full disk: $(grep -i "drop\|cut\|full" "$d/full.report" | head -c 400)"
     fi
+    rm -f "$mnt"/t.*
+}
+part_way "$mnt" "format 1" TLSMETER_FORMAT=jsonl
+mnt2=$d/small2
+mkdir -p "$mnt2"
+if mount -t tmpfs -o size=384k,mode=0755 tmpfs "$mnt2" 2>"$d/mount.err"; then
+    TLS_EXTRA_CLEANUP="umount '$mnt' 2>/dev/null; umount '$mnt2' 2>/dev/null"
+    part_way "$mnt2" "format 2"
+    umount "$mnt2"
+else
+    fail "trace-diskfull part way (format 2): cannot mount a second tmpfs: $(head -c 200 "$d/mount.err")"
 fi
-rm -f "$mnt"/t.*
 
 # Full from the start: fill the filesystem, then trace.
 head -c 2M /dev/zero >"$mnt/fill" 2>/dev/null

@@ -88,6 +88,7 @@ for _ in $(seq 100); do
     sleep 0.1
 done
 tls_stop_pid "$master"
+tlsm_jsonl "$tr/nginx.%p.jsonl" # format 2 as JSON Lines, for the check below
 
 if [ "$code" != 200 ] || [ "$owner" != nobody ]; then
     fail "trace-nginx: upload answered '$code', workers ran as '$owner' (want 200, nobody)"

@@ -1,6 +1,7 @@
 /* fuzz_reader.c: libFuzzer target for the trace reader and everything behind it (model,
- * classification, verdicts, every output format), plus a differential check: a line the
- * fast scanner accepts must be accepted by jansson with the same fields. */
+ * classification, verdicts, every output format, --jsonl), for both trace formats (format 2:
+ * seeds f2-* in the corpus), plus a differential check: a line the fast scanner accepts must
+ * be accepted by jansson with the same fields. */
 #include "model/event.h"
 #include "input/reader.h"
 #include "output/report.h"
@@ -34,7 +35,7 @@ static void same_event(const struct event *a, const struct event *b)
 /* The scanner may decline anything, but what it accepts jansson must read the same way. */
 static void differential(const char *p, size_t n)
 {
-    struct event fast, slow;
+    struct event fast = {0}, slow;
     json_error_t je;
     json_t *o;
     char err[128];
@@ -103,6 +104,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         outputs(&m);
     chrome__close(st.ch);
     perfetto__close(st.pf);
+    model__free(&m);
+    /* --jsonl: every event printed as format 1 (format 2's records rendered as text). */
+    model__init(&m);
+    reader__jsonl = devnull;
+    reader__buffer(&m, "fuzz", (const char *)data, size, NULL);
+    reader__jsonl = NULL;
     model__free(&m);
     return 0;
 }

@@ -5,11 +5,13 @@
 
 #include "tlsget.h"
 
-/* Usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] [-n CONNS] [-o FILE] [-q] PATH...
+/* Usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] [-n CONNS] [-o FILE] [-q] [-k]
+ *        [-r BYTES] PATH...
  *
  * Connection k of thread i downloads PATH[(i * CONNS + k) % npaths]. Odd threads use
  * SSL_read_ex, even ones SSL_read; threads with bit 1 set read 5000 bytes at a time (smaller
- * than a record), the others 16384. Prints per connection, in completion order:
+ * than a record), the others 16384; -r BYTES: every thread reads BYTES at a time.
+ * Prints per connection, in completion order:
  *   conn tid=T thread=I seq=K path=P got=N body=N sha256=HEX ok=1
  * (tid is the kernel thread id, as in the trace). -o writes the body (one connection only;
  * -o /dev/stdout works), -q leaves the per-connection lines out.
@@ -18,6 +20,7 @@
 struct opts {
     const char *host, *cafile, *outfile;
     int port, threads, conns, npaths, quiet, peek; /* -k: SSL_peek before each read */
+    size_t want;                                   /* -r: bytes per read, every thread */
     char **paths;
     SSL_CTX *ctx;
 };
@@ -47,7 +50,7 @@ static void *worker(void *arg)
 
     for (k = 0; k < opt.conns; k++) {
         const char *path = opt.paths[(i * opt.conns + k) % opt.npaths];
-        struct tlsget r = {.use_ex = i & 1, .want = (i & 2) ? 5000 : 16384};
+        struct tlsget r = {.use_ex = i & 1, .want = opt.want ? opt.want : (i & 2) ? 5000 : 16384};
         FILE *out = NULL;
 
         if (opt.outfile && !(out = fopen(opt.outfile, "wb")))
@@ -67,7 +70,7 @@ static int parse(int argc, char **argv)
 {
     int c;
 
-    while ((c = getopt(argc, argv, "p:c:h:t:n:o:qk")) != -1) {
+    while ((c = getopt(argc, argv, "p:c:h:t:n:o:qkr:")) != -1) {
         switch (c) {
         case 'p':
             opt.port = atoi(optarg);
@@ -93,6 +96,9 @@ static int parse(int argc, char **argv)
         case 'k':
             opt.peek = 1;
             break;
+        case 'r':
+            opt.want = (size_t)atol(optarg);
+            break;
         default:
             return -1;
         }
@@ -112,7 +118,7 @@ int main(int argc, char **argv)
 
     if (parse(argc, argv)) {
         fprintf(stderr, "usage: mtclient -p PORT -c CAFILE [-h HOST] [-t THREADS] "
-                        "[-n CONNS] [-o FILE] [-q] [-k] PATH...\n");
+                        "[-n CONNS] [-o FILE] [-q] [-k] [-r BYTES] PATH...\n");
         return 2;
     }
     opt.ctx = tlsget_ctx(opt.cafile);

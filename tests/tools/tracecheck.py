@@ -11,6 +11,7 @@ Prints `ok FILE: summary` or one line per problem; exit 0 when all checks hold, 
 2 when the file cannot be read.
 """
 import argparse
+import subprocess
 import collections
 import json
 import math
@@ -30,6 +31,18 @@ IANA = {
     "ECDHE-RSA-CHACHA20-POLY1305": "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
 }
 MAX_PT = 16384
+# Trace format 2 (binary) starts with this; it is checked in its JSON Lines form, printed by
+# tlsmeter-analyze --jsonl ($TLSM_ANALYZER, else $O/tlsmeter-analyze).
+MAGIC2 = b"\x89TLSMTR\n"
+
+
+def jsonl_form(path):
+    a = os.environ.get("TLSM_ANALYZER") or os.path.join(
+        os.environ.get("O", os.path.join(os.path.dirname(__file__), "..", "..", "build")),
+        "tlsmeter-analyze")
+    p = subprocess.run([a, "-q", "--jsonl", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    return p.returncode, p.stdout, p.stderr.decode("utf-8", "replace")
 
 
 class Trace:
@@ -38,7 +51,12 @@ class Trace:
         self.errors = []
         self.events = []
         with open(path, "rb") as f:
-            self.data = f.read()
+            self.raw = self.data = f.read()
+        self.format2 = self.raw.startswith(MAGIC2)
+        if self.format2:
+            rc, self.data, why = jsonl_form(path)
+            if rc:
+                self.err("tlsmeter-analyze --jsonl failed (exit %d): %s" % (rc, why.strip()))
         self.parse()
 
     def err(self, msg):
@@ -343,7 +361,12 @@ def windows(data, n):
 
 
 def check_secrets(t, a):
-    trace = t.data
+    check_secrets_in(t, a, t.data)
+    if t.format2:  # the bytes on disk too, not only their JSON form
+        check_secrets_in(t, a, t.raw)
+
+
+def check_secrets_in(t, a, trace):
     wins = windows(trace, 16)
     lower = trace.lower()
     hexwins = windows(lower, 32)
