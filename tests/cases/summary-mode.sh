@@ -105,7 +105,7 @@ assert (b["records"], b["bytes_read"], b["reads"]) == (e["records"], e["bytes_re
     (b["records"], e["records"])' "$d/both.json" "$d/ev.json"
 
 # Snapshots during the run: a download slowed by 1-byte reads at TLSMETER_INTERVAL=1.
-truncate -s 12M "$TLS_WWW/mid.bin"
+truncate -s 48M "$TLS_WWW/mid.bin"
 TLS_ENV=(TLSMETER_EVENTS=summary TLSMETER_INTERVAL=1)
 tls_run "$d/slow" "$d/slow.%p.jsonl" "$SR" "$TLS_PORT" "$TLS_CERT" /mid.bin 1
 TLS_ENV=()
