@@ -15,6 +15,7 @@
 #include "reroute/backend.h"
 #include "reroute/reroute.h"
 #include "core/stack.h"
+#include "core/summary.h"
 #include "trace/trace.h"
 
 #include <pthread.h>
@@ -62,6 +63,7 @@ static void atfork_child(void)
     locks(false);
     tlsm_thread_atfork_child();
     tlsm_cpu_atfork_child();
+    tlsm_summary_atfork_child();
     tlsm_trace_atfork_child();
 }
 
@@ -100,6 +102,7 @@ __attribute__((destructor)) static void tlsm_stop(void)
 {
     if (!atomic_load(&tlsm_active))
         return;
+    tlsm_summary_flush(true); /* summary mode: the last interval's totals */
     tlsm_th.guard++;
     tlsm_blind_at_exit(); /* issue 7: blind and fwd events, before the end line */
     tlsm_trace_finish();
@@ -114,10 +117,11 @@ static int64_t tv_ns(struct timeval tv)
 /* "hooks": calls per hooked function; "unfired": the OpenSSL hooks never called. */
 static void hooks_write(struct tlsm_json *j)
 {
-    uint64_t unfired = 0;
+    uint64_t unfired = 0, calls[TLSM_FN_COUNT];
+    tlsm_thread_calls_all(calls); /* one pass over the live threads, not one per hook */
     tlsm_json_obj(j, "hooks");
     for (int i = 0; i < TLSM_FN_COUNT; i++) {
-        uint64_t c = tlsm_thread_calls(i);
+        uint64_t c = calls[i];
         tlsm_json_key(j, tlsm_hooks[i].name);
         tlsm_json_int_k(j, TLSM_AFTER_KEY, (int64_t)c);
         /* Handshake parts (H) fire by role: a client never signs, a server parses no peer

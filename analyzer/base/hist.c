@@ -213,6 +213,21 @@ void rhist__add(struct rhist *h, double v)
     rbin_add(h, rbin(v), 1);
 }
 
+void rhist__add_n(struct rhist *h, double v, uint64_t count)
+{
+    if (!count)
+        return;
+    if (!h->bins)
+        h->bins = xcalloc(RHIST_N, sizeof(*h->bins));
+    if (!h->n || v < h->min)
+        h->min = v;
+    if (!h->n || v > h->max)
+        h->max = v;
+    h->n += count;
+    h->sum += v * (double)count;
+    rbin_add(h, rbin(v), count);
+}
+
 void rhist__merge(struct rhist *dst, const struct rhist *src)
 {
     int i;

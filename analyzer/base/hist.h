@@ -54,6 +54,8 @@ struct rhist {
 };
 
 void rhist__add(struct rhist *h, double v);
+/* count samples of value v at once (summary traces: a bin's middle and its count). */
+void rhist__add_n(struct rhist *h, double v, uint64_t count);
 void rhist__merge(struct rhist *dst, const struct rhist *src);
 /* Smallest v such that at least p (0 < p <= 1) of the samples are <= v; 0 when empty. */
 double rhist__pct(const struct rhist *h, double p);

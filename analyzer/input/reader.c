@@ -74,6 +74,8 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
     case EV_SOCKREAD:
         return 0; /* issue 15: socket reads of a copy whose SSL_read is unreachable: not read
                    * by the report yet (docs/trace-format.md says what they hold) */
+    case EV_SUMMARY:
+        return model__summary(r->m, r->t, o, err, errlen);
     case EV_WARN:
         return warn_event(r->t, o);
     case EV_REC:

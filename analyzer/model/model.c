@@ -288,12 +288,23 @@ static int feed_read(struct model *m, struct trace *t, const struct event *e, ch
     return 0;
 }
 
+struct bucket *model__bucket(struct model *m, struct trace *t, int64_t lib, int cipher, int path)
+{
+    return bucket_get(m, trace_idx(m, t), lib, cipher, path);
+}
+
 static void feed_conn(struct model *m, struct trace *t, const struct event *e)
 {
     struct conn *c = conn_get(m, t, e->i[I_CONN]);
 
     if (strv_eq(e->s[S_PHASE], "close")) {
         c->closed = true;
+        if (t->summary) { /* no rec/read events: the close event's totals are all there is */
+            c->st.reads += pos(e->i[I_READS]);
+            c->st.got += pos(e->i[I_GOT]);
+            c->st.recs += pos(e->i[I_RECS]);
+            c->st.crypto_ns += pos(e->i[I_CRYPTO_NS]);
+        }
         return;
     }
     c->opened = true;

@@ -92,6 +92,8 @@ struct trace {
     int64_t pid, format, start_unix_ns;
     bool binary; /* read from trace format 2 (read2.c), whose header says format 2 */
     bool has_end, partial_last, emulated, cpu_known, hooks_known;
+    bool summary;      /* summary events (TLSMETER_EVENTS=summary): totals, no rec/read events */
+    bool summary_copy; /* TLSMETER_EVENTS=both: summary events repeat the rec/read events */
     bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t reroute_routed, reroute_fallback;
@@ -237,6 +239,11 @@ const char *blind_reason__name(enum blind_reason r);
 const char *blind_reason__text(enum blind_reason r);
 int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* A summary event (model_summary.c): totals and histograms added as their events would be. */
+int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* Whether any trace of m is a summary trace (per-event outputs are not available). */
+bool model__has_summary(const struct model *m);
+struct bucket *model__bucket(struct model *m, struct trace *t, int64_t lib, int cipher, int path);
 /* A rec's impl id into its bucket (ct: its ciphertext bytes). */
 void model__bucket_impl(struct bucket *b, const struct event *e, uint64_t ct);
 const struct impl_ev *trace__impl(const struct trace *t, int64_t id);

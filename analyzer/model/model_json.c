@@ -95,6 +95,11 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
     t->cputime_exact = t->cputime && !strcmp(t->cputime, "perf-clock");
     cpu_crypto(t, json_object_get(o, "cpu_crypto"));
     stacks__header(&m->stacks, (uint32_t)(t - m->traces), json_object_get(o, "config"));
+    /* TLSMETER_EVENTS=summary: totals in summary events (model_summary.c), no rec/read;
+     * both: the events are complete, the summary events a copy to check them against. */
+    json_t *ev = json_object_get(json_object_get(o, "config"), "TLSMETER_EVENTS");
+    t->summary = json_is_string(ev) && !strcmp(json_string_value(ev), "summary");
+    t->summary_copy = json_is_string(ev) && !strcmp(json_string_value(ev), "both");
     return 0;
 }
 

@@ -13,6 +13,7 @@
 struct dyninfo {
     const ElfW(Sym) * symtab;
     const char *strtab;
+    size_t strsz; /* DT_STRSZ; 0 when absent (names then read byte by byte) */
     const ElfW(Half) * versym;
     const ElfW(Verneed) * verneed;
     size_t verneednum;
@@ -20,7 +21,8 @@ struct dyninfo {
     size_t verdefnum;
     const void *rel[2];
     size_t relsz[2];
-    int rela[2]; /* 1: ElfW(Rela), 0: ElfW(Rel) */
+    size_t relative; /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
+    int rela[2];     /* 1: ElfW(Rela), 0: ElfW(Rel) */
     struct tlsm_elf_flags flags;
 };
 
@@ -42,6 +44,9 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
             break;
         case DT_STRTAB:
             d->strtab = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_STRSZ:
+            d->strsz = e->d_un.d_val;
             break;
         case DT_VERSYM:
             d->versym = dptr(lm, e->d_un.d_ptr);
@@ -78,6 +83,10 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
             break;
         case DT_RELSZ:
             d->relsz[1] = e->d_un.d_val;
+            break;
+        case DT_RELACOUNT:
+        case DT_RELCOUNT:
+            d->relative = e->d_un.d_val;
             break;
         case DT_SYMBOLIC:
             d->flags.symbolic = true;
@@ -124,10 +133,59 @@ static const char *version_name(const struct dyninfo *d, unsigned idx)
     return NULL;
 }
 
-/* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
-static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n)
+/* A filter of the wanted names by their first eight bytes: most relocations name none of
+ * them, and this rejects those with one bit test instead of a compare per wanted name (the
+ * walk runs over every relocation of every loaded object: curl's 30 libraries, libssl's
+ * hundreds of EVP_ and SSL_ imports, which a shorter prefix would let through). */
+#define NAME_FILTER_BITS 4096
+struct name_filter {
+    uint64_t bits[NAME_FILTER_BITS / 64];
+};
+
+/* The name's first eight bytes as a number, zeros from its NUL on: one load when eight
+ * bytes from s are known to be readable (avail: the string table's rest), else byte by byte
+ * up to the NUL. */
+static inline __attribute__((always_inline)) uint64_t name_word(const char *s, size_t avail)
 {
-    const char *s = d->strtab + d->symtab[symidx].st_name;
+    uint64_t w = 0;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (avail >= 8) {
+        memcpy(&w, s, 8);
+        /* The lowest zero byte is found exactly (a borrow only marks bytes above it). */
+        uint64_t z = (w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull;
+        if (z)
+            w &= (1ull << (__builtin_ctzll(z) & ~7u)) - 1;
+        return w;
+    }
+#endif
+    for (size_t i = 0; i < 8 && s[i]; i++)
+        w |= (uint64_t)(unsigned char)s[i] << (8 * i);
+    return w;
+}
+
+static unsigned name_key(uint64_t word)
+{
+    return (unsigned)((word * 0x9e3779b97f4a7c15ull) >> 52) % NAME_FILTER_BITS;
+}
+
+static void filter_build(struct name_filter *f, const char *const names[], int n)
+{
+    memset(f, 0, sizeof(*f));
+    for (int i = 0; i < n; i++) {
+        unsigned k = name_key(name_word(names[i], strlen(names[i]) + 1));
+        f->bits[k / 64] |= 1ull << (k % 64);
+    }
+}
+
+/* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
+static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
+                      const struct name_filter *f)
+{
+    size_t at = d->symtab[symidx].st_name;
+    const char *s = d->strtab + at;
+    unsigned k = name_key(name_word(s, d->strsz > at ? d->strsz - at : 0));
+    if (!(f->bits[k / 64] & (1ull << (k % 64))))
+        return -1;
     for (int i = 0; i < n; i++)
         if (s[0] == names[i][0] && !strcmp(s, names[i]))
             return i;
@@ -141,10 +199,15 @@ typedef void (*reloc_visit)(const struct dyninfo *d, size_t symidx, int name, ui
 static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
                         const char *const names[], int n, reloc_visit visit, void *arg)
 {
+    struct name_filter f;
+    filter_build(&f, names, n);
     for (int which = 0; which < 2 && d->symtab && d->strtab; which++) {
         size_t ent = d->rela[which] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
         size_t count = d->rel[which] ? d->relsz[which] / ent : 0;
-        for (size_t i = 0; i < count; i++) {
+        /* The linker sorts the symbol-less relative relocations first and counts them
+         * (-z combreloc, the default): libcrypto has tens of thousands, none names a symbol. */
+        size_t first = which == 1 && d->relative <= count ? d->relative : 0;
+        for (size_t i = first; i < count; i++) {
             /* r_offset and r_info lead both layouts. */
             const ElfW(Rel) *r = (const void *)((const char *)d->rel[which] + i * ent);
 #if __ELF_NATIVE_CLASS == 64
@@ -152,7 +215,7 @@ static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
 #else
             size_t sym = ELF32_R_SYM(r->r_info);
 #endif
-            int k = sym ? name_index(d, sym, names, n) : -1;
+            int k = sym ? name_index(d, sym, names, n, &f) : -1;
             if (k >= 0)
                 visit(d, sym, k, lm->l_addr + r->r_offset, arg);
         }

@@ -7,6 +7,7 @@
 #include "core/hs.h"
 #include "base/json.h"
 #include "core/stack.h"
+#include "core/summary.h"
 #include "base/table.h"
 #include "trace/thread.h"
 #include "trace/trace.h"
@@ -264,12 +265,13 @@ void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, 
     if (cs) {
         cs->tot[dir].calls++;
         /* A peek's bytes are returned again by a later read: count them once. */
-        if (strncmp(fn, "SSL_peek", 8))
+        if (memcmp(fn, "SSL_peek", 8)) /* fn: a hook's name, 8 bytes or more */
             cs->tot[dir].bytes += got > 0 ? (uint64_t)got : 0;
         cs->tot[dir].recs += io->recs;
         cs->tot[dir].crypto_ns += io->crypto_ns;
         cs->tot[dir].preempt += io->preempt;
-        tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
+        if (!cs->opened) /* the call only while the handshake is not seen complete */
+            tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
         /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
          * decrypts for this connection (kTLS receive makes no EVP call). */
         if (dir == TLSM_DIR_IN && got > 0 && !io->recs && !cs->ktls_asked) {
@@ -277,8 +279,18 @@ void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, 
             tlsm_blind_ktls(cs->lib, ssl, cs->id);
         }
     }
+    if (dir == TLSM_DIR_IN && tlsm_summary_on()) {
+        int err = -1;
+        if (got <= 0 && cs && cs->lib && cs->lib->abi.ssl_error) {
+            tlsm_th.guard++;
+            err = cs->lib->abi.ssl_error(ssl, ret);
+            tlsm_th.guard--;
+        }
+        tlsm_summary_read(!memcmp(fn, "SSL_peek", 8), want, got, err, tlsm_ticks_to_ns(t1 - t0),
+                          io->recs);
+    }
     bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
-    if (want_ev && tlsm_trace_ready())
+    if (tlsm_event_lines_on() && want_ev && tlsm_trace_ready())
         write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
 }
 

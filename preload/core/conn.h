@@ -4,6 +4,7 @@
 
 #include "core/recsm.h"
 #include "forward/obj.h"
+#include "trace/thread.h"
 
 #include <openssl/ssl.h>
 #include <stdbool.h>

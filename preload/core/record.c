@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "core/recsm.h"
 #include "core/stack.h"
+#include "core/summary.h"
 #include "base/table.h"
 #include "trace/thread.h"
 #include "trace/trace.h"
@@ -196,6 +197,32 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     tlsm_conn_add_record((enum tlsm_dir)c->dir, sp.cpu_ns, sp.preempt > 0);
     if (tlsm_rec_obs.record_end)
         tlsm_rec_obs.record_end(st);
+    /* Taken once per record, and only where it is written (it may write the impl event). */
+    int impl = tlsm_summary_on() || (tlsm_cfg.records && tlsm_trace_ready()) ? tlsm_impl_take() : 0;
+    if (tlsm_summary_on()) { /* totals and histograms (summary.c); no line in summary mode */
+        struct tlsm_sum_rec r = {
+            .cipher = c->cipher,
+            .path = st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native",
+            .lib = st->routed ? st->backend_lib
+                   : st->lib  ? st->lib->lib_id
+                              : 0,
+            .type = c->type,
+            .len = c->len,
+            .pt = pt,
+            .tls12 = c->tls == TLSM_TLS12,
+            .out = c->dir == TLSM_DIR_OUT,
+            .tag_ok = ok,
+            .preempted = sp.preempt > 0,
+            .crypto_ns = sp.cpu_ns,
+            .gcm_ns = tlsm_cpu_delta_ns(th, c->gcm_ticks),
+            .gcm_bytes = c->gcm_bytes,
+            .gcm_fn = c->gcm_fns & 3,
+        };
+        r.impl = impl;
+        tlsm_summary_rec(&r);
+        if (!tlsm_event_lines_on())
+            return;
+    }
     if (!tlsm_cfg.records || !tlsm_trace_ready())
         return;
     static const char *const fns[2][4] = {{"none", "decrypt", "ctr32", "both"},
@@ -230,7 +257,6 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
     tlsm_json_bool(&j, "tag_ok", ok);
     tlsm_json_int(&j, "lib", st->routed ? st->backend_lib : st->lib ? st->lib->lib_id : 0);
-    int impl = tlsm_impl_take();
     if (impl)
         tlsm_json_int(&j, "impl", impl);
     if (st->verdict)

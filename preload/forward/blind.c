@@ -113,6 +113,84 @@ static bool read_only(const ElfW(Phdr) * ph)
     return ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && !(ph->p_flags & PF_W);
 }
 
+static bool read_only_data(const ElfW(Phdr) * ph)
+{
+    return read_only(ph) && !(ph->p_flags & PF_X);
+}
+
+/* Where the string constants are. ld -z separate-code (GNU ld's default on x86_64) puts
+ * headers and dynamic symbols in a read-only segment before the code and .rodata in one
+ * after it; lld puts .rodata in its one read-only segment before the code; older linkers
+ * (-z noseparate-code) put code and constants in one R+X segment. Only the first kind of
+ * each layout is searched: the code (half of the bytes or more) never holds the marks. */
+static bool holds_strings(const struct dl_phdr_info *info, const ElfW(Phdr) * ph)
+{
+    const ElfW(Phdr) *code = NULL;
+    bool after = false, data = false;
+    if (!read_only(ph))
+        return false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *q = &info->dlpi_phdr[i];
+        if (read_only(q) && (q->p_flags & PF_X) && !code)
+            code = q;
+        data |= read_only_data(q);
+        after |= read_only_data(q) && code && q->p_vaddr > code->p_vaddr;
+    }
+    if (ph->p_flags & PF_X)
+        return !data;
+    return !after || (code && ph->p_vaddr > code->p_vaddr);
+}
+
+/* Whether needle (at most 255 bytes) is in [p, p + n): Horspool over byte pairs, so a window
+ * whose last two bytes are no pair of the needle moves on by the needle's length less one
+ * (libc's memmem hashes pairs into 256 slots, and in string-dense data most pairs collide
+ * with one of the needle's). The table is built on the first call: the needle is fixed. */
+static bool contains(const char *p, size_t n, const char *needle, size_t m)
+{
+    static uint8_t shift[1 << 16];
+    static const char *built;
+    if (m < 2 || m > 255 || n < m)
+        return m <= n && memmem(p, n, needle, m) != NULL;
+    if (built != needle) {
+        memset(shift, (int)(m - 1), sizeof(shift));
+        for (size_t j = 0; j + 1 < m; j++) {
+            uint16_t pair;
+            memcpy(&pair, needle + j, 2);
+            shift[pair] = (uint8_t)(m - 2 - j);
+        }
+        built = needle;
+    }
+    /* q: the window's last pair; one 16-bit load per step (the table is keyed the same way,
+     * so byte order does not matter). */
+    const char *q = p + m - 2, *last = p + n - 2;
+    while (q <= last) {
+        uint16_t pair;
+        memcpy(&pair, q, 2);
+        uint8_t s = shift[pair];
+        if (s)
+            q += s;
+        else if (!memcmp(q - (m - 2), needle, m))
+            return true;
+        else
+            q++;
+    }
+    return false;
+}
+
+/* The bytes of a string-holding segment worth searching: up to the unwind tables
+ * (PT_GNU_EH_FRAME: .eh_frame_hdr, then .eh_frame and .gcc_except_table follow .rodata in
+ * the same segment, a third of its bytes and never a string constant). */
+static size_t string_bytes(const struct dl_phdr_info *info, const ElfW(Phdr) * ph)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *q = &info->dlpi_phdr[i];
+        if (q->p_type == PT_GNU_EH_FRAME && q->p_vaddr > ph->p_vaddr &&
+            q->p_vaddr < ph->p_vaddr + ph->p_filesz)
+            return (size_t)(q->p_vaddr - ph->p_vaddr);
+    }
+    return ph->p_filesz;
+}
+
 /* Read-only loaded segments only: that is where string constants live. The version text
  * is looked for only in objects that hold the record layer: this scan runs at every
  * traced program's exit, over every loaded library. */
@@ -120,11 +198,12 @@ static void scan_marks(const struct dl_phdr_info *info, struct marks *m)
 {
     static const char ssl_mark[] = "ssl/record/rec_layer_s3.c";
     for (int i = 0; i < info->dlpi_phnum && !m->ssl; i++)
-        if (read_only(&info->dlpi_phdr[i]))
-            m->ssl = memmem((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
-                            info->dlpi_phdr[i].p_filesz, ssl_mark, sizeof(ssl_mark) - 1) != NULL;
+        if (holds_strings(info, &info->dlpi_phdr[i]))
+            m->ssl =
+                contains((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
+                         string_bytes(info, &info->dlpi_phdr[i]), ssl_mark, sizeof(ssl_mark) - 1);
     for (int i = 0; i < info->dlpi_phnum && m->ssl; i++)
-        if (read_only(&info->dlpi_phdr[i]))
+        if (holds_strings(info, &info->dlpi_phdr[i]))
             find_version((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
                          info->dlpi_phdr[i].p_filesz, m);
 }

@@ -56,7 +56,7 @@ static int traced_io(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size
 
 /* Forwarded untraced: set-up not finished, our own call, nested in another SSL_* hook, or
  * a copy whose ABI tlsmeter does not speak (abi.h: OpenSSL 1.0, forks). */
-static bool untraced_ssl(struct tlsm_fwd f)
+static inline __attribute__((always_inline)) bool untraced_ssl(struct tlsm_fwd f)
 {
     return !tlsm_tracing(&tlsm_th) || tlsm_th.ssl_depth ||
            (f.target && tlsm_abi_left_alone(&f.target->abi));

@@ -373,7 +373,7 @@ struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *ap
 }
 
 /* Constructor time: the program's libcrypto is not known yet; a libcrypto.so.3 (else .so.1.1)
- * it already loaded (its DT_NEEDED, or libssl's) is the best guess of it. */
+ * it already loaded (its DT_NEEDED, or libssl's) is the best guess of it. NULL when none is loaded. */
 static const char *loaded_libcrypto(char *buf, size_t cap)
 {
     static const char *const sonames[] = {"libcrypto.so.3", "libcrypto.so.1.1"};
@@ -396,11 +396,14 @@ void tlsm_backend_early(void)
     bool soft = tlsm_cfg.crypto == TLSM_MODE_SOFT || tlsm_cfg.calibrate;
     if (!hw && !soft)
         return;
+    /* Only where an OpenSSL copy is already loaded: env, timeout or a shell in a pipeline
+     * never decrypts a record, and a copy costs milliseconds. A program that loads libcrypto
+     * later (python's _ssl) gets its copy lazily, at its first record (reroute.c). */
     tlsm_th.guard++;
     const char *src = loaded_libcrypto(app_crypto, sizeof(app_crypto));
-    if (hw)
+    if (src && hw)
         get(TLSM_MODE_HW, src);
-    if (soft)
+    if (src && soft)
         get(TLSM_MODE_SOFT, src);
     tlsm_th.guard--;
 }

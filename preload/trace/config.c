@@ -18,6 +18,7 @@ struct tlsm_config tlsm_cfg = {
     .records = true,
     .crypto = TLSM_MODE_NATIVE,
     .patch = true,
+    .interval = 10,
 };
 
 enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE, OPT_CHOICE };
@@ -80,6 +81,13 @@ static const struct opt opts[] = {
      "DIR: save each peer certificate the handshakes parse as DIR/cert-ID.der (0600), for "
      "scripts/tlsmeter-certs; off by default (certificates can be private)",
      &tlsm_cfg.certs},
+    {"TLSMETER_EVENTS", OPT_CHOICE, "all",
+     "all: a rec and a read event per record and call; summary: totals and histograms "
+     "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic); "
+     "both: the two (to check one against the other)",
+     &tlsm_cfg.events},
+    {"TLSMETER_INTERVAL", OPT_UINT, "10",
+     "summary mode: seconds between snapshots (0: at exit only)", &tlsm_cfg.interval},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };
@@ -148,6 +156,9 @@ static const char *const format_names[] = {"binary", "jsonl", NULL};
 static const char *const *choices(const struct opt *o)
 {
     static const char *const none[] = {NULL};
+    static const char *const events[] = {"all", "summary", "both", NULL};
+    if (o->dst == &tlsm_cfg.events)
+        return events;
     if (o->dst == &tlsm_cfg.format)
         return format_names;
     return o->dst == &tlsm_cfg.cputime ? tlsm_cpu_setting_names : none;

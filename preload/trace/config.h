@@ -30,7 +30,11 @@ struct tlsm_config {
     unsigned cputime;  /* TLSMETER_CPUTIME: enum tlsm_cpu_setting (cputime.h) */
     const char *certs; /* TLSMETER_CERTS: directory for peer certificates (hs_certs.c) */
     unsigned format;   /* TLSMETER_FORMAT: enum tlsm_format */
+    unsigned events;   /* TLSMETER_EVENTS: 0 all (a line per record and read), 1 summary, 2 both */
+    unsigned interval; /* TLSMETER_INTERVAL: seconds between summary snapshots */
 };
+#define TLSM_EVENTS_SUMMARY 1
+#define TLSM_EVENTS_BOTH    2
 
 extern struct tlsm_config tlsm_cfg;
 /* Why TLSMETER_CRYPTO fell back to native ("" when it did not), for the trace. */

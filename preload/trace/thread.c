@@ -61,6 +61,17 @@ void tlsm_thread_start(struct tlsm_thread *th)
     pthread_mutex_unlock(&live_lock);
 }
 
+void tlsm_thread_calls_all(uint64_t out[TLSM_FN_COUNT])
+{
+    for (int fn = 0; fn < TLSM_FN_COUNT; fn++)
+        out[fn] = atomic_load(&retired_calls[fn]);
+    pthread_mutex_lock(&live_lock);
+    for (int i = 0; i < MAX_LIVE; i++)
+        for (int fn = 0; live_calls[i] && fn < TLSM_FN_COUNT; fn++)
+            out[fn] += __atomic_load_n(&live_calls[i][fn], __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&live_lock);
+}
+
 uint64_t tlsm_thread_calls(int fn)
 {
     uint64_t n = atomic_load(&retired_calls[fn]);

@@ -61,6 +61,8 @@ extern __thread struct tlsm_thread tlsm_th __attribute__((tls_model("initial-exe
 void tlsm_thread_start(struct tlsm_thread *th);
 /* Sum of a hook's calls over live and exited threads. */
 uint64_t tlsm_thread_calls(int fn);
+/* Every hook's count at once: one pass over the live threads (the end line's hooks). */
+void tlsm_thread_calls_all(uint64_t out[TLSM_FN_COUNT]);
 void tlsm_thread_init(void);
 void tlsm_thread_atfork_child(void);
 void tlsm_thread_atfork(bool take);

@@ -43,7 +43,9 @@ fi
 TLS_ENV=(TLSMETER_STACKS=1 TLSMETER_CALIBRATE=1 TLSMETER_DOCS_PROBE=1)
 tls_client "$TLS_DL" "$TLS_PORT" f.bin "$d/dl" "$d/dl.%p.jsonl"
 TLS_ENV=()
+TLS_ENV=(TLSMETER_EVENTS=both) # summary events too (and their fork handling)
 tls_run "$d/fork" "$d/fork.%p.jsonl" "$TLSM_PROGS/forkclient" "$TLS_PORT" "$TLS_CERT" /f.bin
+TLS_ENV=()
 if tls_mode_ok hw; then
     TLS_ENV=(TLSMETER_CRYPTO=hw TLSMETER_VERIFY=3)
     tls_client tlsget "$TLS_PORT" f.bin "$d/hw" "$d/hw.%p.jsonl"
@@ -68,7 +70,7 @@ done
 tls_traces "$d/*.jsonl*"
 kinds=$(cat "${TRACES[@]}" 2>/dev/null | sed -n 's/^{"ev":"\([a-z_]*\)".*/\1/p' | sort -u | tr '\n' ' ')
 # The probes above must have made what they are for, or the key check proves little.
-want="header lib conn rec read impl calib stack module warn fwd end"
+want="header lib conn rec read impl calib stack module warn fwd end summary"
 [ -f "$d/wget.rc" ] && want+=" blind" # wget ran: its GnuTLS must be named
 for k in $want; do
     [[ " $kinds" == *" $k "* ]] || fail "docs-settings: no $k event in the probe traces (kinds: $kinds)"

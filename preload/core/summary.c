@@ -1,0 +1,383 @@
+/* summary.c: summary mode's totals and histograms (summary.h). Counters are atomics added
+ * on the record and read paths with no lock; a snapshot writes what changed since the last
+ * one (deltas: the analyzer adds every summary event), so a trace cut short by a crash
+ * loses one interval, and a long run costs the same few lines per interval whatever its
+ * traffic. Layout and keys: docs/trace-format.md, "summary". */
+#include "core/summary.h"
+#include "base/clock.h"
+#include "base/json.h"
+#include "trace/thread.h"
+#include "trace/trace.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Keys as the JSON writer puts them (",\"name\":"): these events' keys come from tables. */
+#define K(name) ",\"" name "\":"
+
+/* Per (instance, cipher, path, size class): the rec event's sums. */
+enum {
+    R_RECS,
+    R_APP,
+    R_OTHER,
+    R_TAG_FAIL,
+    R_LEN,
+    R_CT,
+    R_PT,
+    R_CRYPTO_NS,
+    R_GCM_NS,
+    R_GCM_DEC,
+    R_GCM_CTR,
+    R_GCM_BOTH,
+    R_FL_RECS,
+    R_FL_PT,
+    R_FL_NS,
+    R_FL_NOPT_NS,
+    R_IMPL_CT,
+    R_IMPL_OTHER_CT,
+    R_IMPL_NONE_CT,
+    R_N
+};
+static const char *const rec_keys[R_N] = {
+    K("recs"),       K("recs_app"), K("recs_other"),    K("tag_fail"),    K("rec_len"),
+    K("rec_ct"),     K("rec_pt"),   K("crypto_ns"),     K("gcm_ns"),      K("gcm_dec"),
+    K("gcm_ctr"),    K("gcm_both"), K("fl_recs"),       K("fl_pt"),       K("fl_ns"),
+    K("fl_nopt_ns"), K("impl_ct"),  K("impl_other_ct"), K("impl_none_ct")};
+
+/* Per process: the read event's sums. */
+enum {
+    D_READS,
+    D_OK,
+    D_FAIL,
+    D_WANT_READ,
+    D_ZERO_RET,
+    D_GOT,
+    D_WANT,
+    D_WANT_BIG,
+    D_NS,
+    D_PEEKS,
+    D_RECS_IN,
+    D_N
+};
+static const char *const read_keys[D_N] = {
+    K("reads"), K("reads_ok"), K("reads_fail"), K("want_read"), K("zero_ret"),     K("got"),
+    K("want"),  K("want_big"), K("read_ns"),    K("peeks"),     K("recs_in_reads")};
+
+/* ns/B bins: 64 linear steps per doubling from 2^-7 ns/B over 25 doublings (to 256 us/B),
+ * indexed from the double's exponent and top mantissa bits (no libm on the record path). */
+#define NSPB_SUB    64
+#define NSPB_ELO    (-7)
+#define NSPB_N      (25 * NSPB_SUB)
+#define LOG2_N      65 /* bucket k: [2^(k-1), 2^k); 0 holds 0 (the analyzer's hist.log2) */
+#define MAX_BUCKETS 8
+#define NCLASS      3 /* tiny < 256 B plaintext, small < 2048, bulk (the analyzer's classes) */
+
+struct agg {
+    _Atomic uint64_t v[R_N];
+    _Atomic uint32_t nspb[NSPB_N], fl_nspb[NSPB_N]; /* not flagged / preempted records */
+};
+struct agg_last {
+    uint64_t v[R_N];
+    uint32_t nspb[NSPB_N], fl_nspb[NSPB_N];
+};
+struct bucket {
+    _Atomic int state; /* 0 free, 1 being claimed, 2 in use */
+    const char *cipher, *path;
+    int64_t lib;
+    bool out;
+    _Atomic int64_t impl; /* the first impl id seen */
+    struct agg cls[NCLASS];
+};
+static struct bucket buckets[MAX_BUCKETS];
+static struct agg_last last_cls[MAX_BUCKETS][NCLASS];
+static _Atomic uint64_t lost_recs; /* more (instance, cipher, path) keys than MAX_BUCKETS */
+
+enum { H_REC_LEN, H_READ_GOT, H_READ_WANT, H_RECS_PER_READ, H_N };
+static const char *const hist_keys[H_N] = {K("rec_len_log2"), K("read_got_log2"),
+                                           K("read_want_log2"), K("recs_per_read_log2")};
+static _Atomic uint64_t reads[D_N], hists[H_N][LOG2_N];
+static uint64_t last_reads[D_N], last_hists[H_N][LOG2_N], last_lost;
+
+static _Atomic int writing;
+static _Atomic uint64_t next_due;
+static uint64_t interval_ticks;
+static unsigned seq;
+
+static void add(_Atomic uint64_t *p, uint64_t v)
+{
+    if (v)
+        atomic_fetch_add_explicit(p, v, memory_order_relaxed);
+}
+
+static int log2_idx(uint64_t v)
+{
+    return v ? 64 - __builtin_clzll(v) : 0;
+}
+
+static int nspb_bin(uint64_t ns, uint64_t pt)
+{
+    double r = (double)ns / (double)pt;
+    uint64_t bits;
+    memcpy(&bits, &r, sizeof(bits));
+    int e = (int)((bits >> 52) & 0x7ff) - 1023;
+    if (r <= 0 || e < NSPB_ELO)
+        return 0;
+    int k = (e - NSPB_ELO) * NSPB_SUB + (int)((bits >> 46) & (NSPB_SUB - 1));
+    return k >= NSPB_N ? NSPB_N - 1 : k;
+}
+
+static struct bucket *bucket_of(const char *cipher, const char *path, int64_t lib, bool out)
+{
+    for (int i = 0; i < MAX_BUCKETS; i++) {
+        struct bucket *b = &buckets[i];
+        int st = atomic_load_explicit(&b->state, memory_order_acquire);
+        if (st == 2 && b->cipher == cipher && b->path == path && b->lib == lib && b->out == out)
+            return b;
+        if (st == 0 && atomic_compare_exchange_strong(&b->state, &st, 1)) {
+            b->cipher = cipher, b->path = path, b->lib = lib, b->out = out;
+            atomic_store_explicit(&b->state, 2, memory_order_release);
+            return b;
+        }
+        while (st == 1) /* another thread is filling it in: a few stores */
+            st = atomic_load_explicit(&b->state, memory_order_acquire);
+        if (st == 2 && b->cipher == cipher && b->path == path && b->lib == lib && b->out == out)
+            return b;
+    }
+    return NULL;
+}
+
+static void maybe_flush(void)
+{
+    if (tlsm_cfg.interval && tlsm_now() >= atomic_load_explicit(&next_due, memory_order_relaxed))
+        tlsm_summary_flush(false);
+}
+
+void tlsm_summary_rec(const struct tlsm_sum_rec *r)
+{
+    struct bucket *b = bucket_of(r->cipher, r->path, r->lib, r->out);
+    uint64_t len = r->len > 0 ? (uint64_t)r->len : 0, pt = r->pt > 0 ? (uint64_t)r->pt : 0;
+    uint64_t over = r->tls12 ? 24 : 16, ct = len > over ? len - over : 0;
+    if (!b) {
+        add(&lost_recs, 1);
+        return;
+    }
+    struct agg *a = &b->cls[pt < 256 ? 0 : pt < 2048 ? 1 : 2];
+    add(&a->v[R_RECS], 1);
+    add(&a->v[r->type == 23 ? R_APP : R_OTHER], 1);
+    add(&a->v[R_TAG_FAIL], !r->tag_ok);
+    add(&a->v[R_LEN], len);
+    add(&a->v[R_CT], ct);
+    add(&a->v[R_PT], pt);
+    add(&a->v[R_CRYPTO_NS], r->crypto_ns);
+    add(&a->v[R_GCM_NS], r->gcm_ns);
+    if (r->gcm_fn >= 1 && r->gcm_fn <= 3)
+        add(&a->v[R_GCM_DEC + r->gcm_fn - 1], r->gcm_bytes);
+    if (r->preempted) {
+        add(&a->v[R_FL_RECS], 1);
+        add(&a->v[pt ? R_FL_PT : R_FL_NOPT_NS], pt ? pt : r->crypto_ns);
+        add(&a->v[R_FL_NS], pt ? r->crypto_ns : 0);
+    }
+    if (pt)
+        atomic_fetch_add_explicit(
+            &(r->preempted ? a->fl_nspb : a->nspb)[nspb_bin(r->crypto_ns, pt)], 1,
+            memory_order_relaxed);
+    int64_t none = 0;
+    if (r->impl && !atomic_compare_exchange_strong(&b->impl, &none, r->impl) && none != r->impl)
+        add(&a->v[R_IMPL_OTHER_CT], ct);
+    else
+        add(&a->v[r->impl ? R_IMPL_CT : R_IMPL_NONE_CT], ct);
+    add(&hists[H_REC_LEN][log2_idx(len)], 1);
+    maybe_flush();
+}
+
+void tlsm_summary_read(bool peek, int64_t want, int64_t got, int err, uint64_t ns, uint32_t recs)
+{
+    add(&reads[D_RECS_IN], recs);
+    if (got > 0)
+        add(&hists[H_READ_GOT][log2_idx((uint64_t)got)], 1);
+    add(&hists[H_READ_WANT][log2_idx(want > 0 ? (uint64_t)want : 0)], 1);
+    add(&hists[H_RECS_PER_READ][log2_idx(recs)], 1);
+    if (peek) { /* its bytes are read again: counted with the read that returns them */
+        add(&reads[D_PEEKS], 1);
+        maybe_flush();
+        return;
+    }
+    add(&reads[D_READS], 1);
+    add(&reads[got > 0 ? D_OK : D_FAIL], 1);
+    add(&reads[D_GOT], got > 0 ? (uint64_t)got : 0);
+    add(&reads[D_WANT_READ], got <= 0 && err == 2);
+    add(&reads[D_ZERO_RET], got <= 0 && err == 6);
+    add(&reads[D_WANT], want > 0 ? (uint64_t)want : 0);
+    add(&reads[D_WANT_BIG], want > 16384);
+    add(&reads[D_NS], ns);
+    maybe_flush();
+}
+
+/* The event's common head: kind, time, snapshot number. */
+static void head(struct tlsm_json *j, char *line, size_t cap, const char *what, bool final)
+{
+    tlsm_json_begin(j, line, cap, TLSM_EV(SUMMARY));
+    tlsm_json_int(j, "t", (int64_t)tlsm_ticks_to_ns(tlsm_now() - tlsm_trace_t0));
+    tlsm_json_int(j, "seq", seq);
+    tlsm_json_safe(j, "what", what);
+    if (final)
+        tlsm_json_bool(j, "final", true);
+}
+
+static void line_out(struct tlsm_json *j, char *line)
+{
+    size_t n = tlsm_json_end(j, line);
+    if (n)
+        tlsm_trace_line(line, n);
+}
+
+/* Bins of cur that changed since last, from *from on, as "[[bin,count],...]": at most
+ * max_pairs of them (an event stays far below TLSM_LINE_MAX); *from is where to go on. */
+static void bins_delta(_Atomic uint32_t *cur, uint32_t *last, int n, int *from, char *buf,
+                       size_t cap, int max_pairs)
+{
+    size_t w = (size_t)snprintf(buf, cap, "[");
+    int pairs = 0, k = *from;
+    for (; k < n && pairs < max_pairs; k++) {
+        uint32_t c = atomic_load_explicit(&cur[k], memory_order_relaxed), d = c - last[k];
+        if (!d)
+            continue;
+        last[k] = c;
+        w += (size_t)snprintf(buf + w, cap - w, "%s[%d,%u]", pairs ? "," : "", k, d);
+        pairs++;
+    }
+    *from = k;
+    snprintf(buf + w, cap - w, "]");
+}
+
+static const char *const class_names[NCLASS] = {"tiny", "small", "bulk"};
+
+/* One (bucket, class): its counters, then its ns/B bins over as many events as they need. */
+static void flush_class(struct bucket *b, int cls, bool final)
+{
+    struct agg *a = &b->cls[cls];
+    struct agg_last *l = &last_cls[b - buckets][cls];
+    uint64_t d[R_N];
+    bool any = false;
+    for (int k = 0; k < R_N; k++) {
+        uint64_t c = atomic_load_explicit(&a->v[k], memory_order_relaxed);
+        d[k] = c - l->v[k];
+        l->v[k] = c;
+        any |= d[k] != 0;
+    }
+    char line[TLSM_LINE_MAX], bins[1400], fl[1400];
+    int from = 0, fl_from = 0;
+    for (int part = 0; any || from < NSPB_N || fl_from < NSPB_N; part++) {
+        bins_delta(a->nspb, l->nspb, NSPB_N, &from, bins, sizeof(bins), 80);
+        bins_delta(a->fl_nspb, l->fl_nspb, NSPB_N, &fl_from, fl, sizeof(fl), 80);
+        if (!any && !strcmp(bins, "[]") && !strcmp(fl, "[]"))
+            break;
+        struct tlsm_json j;
+        head(&j, line, sizeof(line), "records", final);
+        tlsm_json_int(&j, "lib", b->lib);
+        tlsm_json_safe(&j, "cipher", b->cipher);
+        tlsm_json_safe(&j, "path", b->path);
+        tlsm_json_safe(&j, "class", class_names[cls]);
+        if (b->out)
+            tlsm_json_safe(&j, "dir", "out");
+        int64_t impl = atomic_load(&b->impl);
+        if (impl)
+            tlsm_json_int(&j, "impl", impl);
+        for (int k = 0; any && k < R_N; k++)
+            if (d[k])
+                tlsm_json_int_k(&j, rec_keys[k], strlen(rec_keys[k]), (int64_t)d[k]);
+        tlsm_json_raw(&j, "nspb", bins);
+        tlsm_json_raw(&j, "fl_nspb", fl);
+        line_out(&j, line);
+        any = false;
+    }
+}
+
+/* The process-wide part: read sums, the log2 histograms, records no bucket could hold. */
+static void flush_process(bool final)
+{
+    char line[TLSM_LINE_MAX], list[700];
+    struct tlsm_json j;
+    head(&j, line, sizeof(line), "process", final);
+    for (int k = 0; k < D_N; k++) {
+        uint64_t c = atomic_load_explicit(&reads[k], memory_order_relaxed);
+        if (c - last_reads[k])
+            tlsm_json_int_k(&j, read_keys[k], strlen(read_keys[k]), (int64_t)(c - last_reads[k]));
+        last_reads[k] = c;
+    }
+    uint64_t lost = atomic_load(&lost_recs);
+    if (lost - last_lost)
+        tlsm_json_int(&j, "lost_recs", (int64_t)(lost - last_lost));
+    last_lost = lost;
+    for (int h = 0; h < H_N; h++) {
+        size_t w = (size_t)snprintf(list, sizeof(list), "[");
+        int pairs = 0;
+        for (int k = 0; k < LOG2_N; k++) {
+            uint64_t c = atomic_load_explicit(&hists[h][k], memory_order_relaxed);
+            if (c != last_hists[h][k] && w < sizeof(list))
+                w += (size_t)snprintf(list + w, sizeof(list) - w, "%s[%d,%llu]", pairs++ ? "," : "",
+                                      k, (unsigned long long)(c - last_hists[h][k]));
+            last_hists[h][k] = c;
+        }
+        if (w < sizeof(list) - 1) {
+            snprintf(list + w, sizeof(list) - w, "]");
+            tlsm_json_put(&j, hist_keys[h], strlen(hist_keys[h]));
+            tlsm_json_put(&j, list, strlen(list));
+        }
+    }
+    line_out(&j, line);
+}
+
+void tlsm_summary_flush(bool always)
+{
+    if (!tlsm_summary_on())
+        return;
+    if (!interval_ticks) { /* the interval in ticks, from the rate over 2^32 ticks */
+        uint64_t probe = 1ull << 32, ns = tlsm_ticks_to_ns(probe);
+        uint64_t want = (uint64_t)(tlsm_cfg.interval ? tlsm_cfg.interval : 1) * 1000000000u;
+        interval_ticks = (uint64_t)((unsigned __int128)want * probe / (ns ? ns : 1));
+        if (!interval_ticks)
+            interval_ticks = 1;
+    }
+    for (int i = 0; atomic_exchange_explicit(&writing, 1, memory_order_acquire); i++)
+        if (!always || i > 1000000)
+            return; /* another thread writes this snapshot */
+    uint64_t now = tlsm_now();
+    if (!always && !atomic_load(&next_due)) /* the first record starts the clock */
+        atomic_store(&next_due, now + interval_ticks);
+    else if (always || now >= atomic_load(&next_due)) {
+        atomic_store(&next_due, now + interval_ticks);
+        if (tlsm_trace_ready()) {
+            tlsm_th.guard++;
+            for (int i = 0; i < MAX_BUCKETS; i++)
+                for (int c = 0; atomic_load(&buckets[i].state) == 2 && c < NCLASS; c++)
+                    flush_class(&buckets[i], c, always);
+            flush_process(always);
+            seq++;
+            tlsm_th.guard--;
+        }
+    }
+    atomic_store_explicit(&writing, 0, memory_order_release);
+}
+
+void tlsm_summary_atfork_child(void)
+{
+    for (int i = 0; i < MAX_BUCKETS; i++)
+        for (int c = 0; c < NCLASS; c++) {
+            struct agg *a = &buckets[i].cls[c];
+            struct agg_last *l = &last_cls[i][c];
+            for (int k = 0; k < R_N; k++)
+                l->v[k] = atomic_load(&a->v[k]);
+            for (int k = 0; k < NSPB_N; k++)
+                l->nspb[k] = atomic_load(&a->nspb[k]), l->fl_nspb[k] = atomic_load(&a->fl_nspb[k]);
+        }
+    for (int k = 0; k < D_N; k++)
+        last_reads[k] = atomic_load(&reads[k]);
+    for (int h = 0; h < H_N; h++)
+        for (int k = 0; k < LOG2_N; k++)
+            last_hists[h][k] = atomic_load(&hists[h][k]);
+    last_lost = atomic_load(&lost_recs);
+    seq = 0;
+    atomic_store(&writing, 0);
+}
