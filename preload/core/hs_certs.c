@@ -7,6 +7,7 @@
 #include "trace/config.h"
 #include "trace/log.h"
 #include "trace/trace.h"
+#include "trace/trace_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,20 +23,6 @@ static uint64_t der_id(const unsigned char *p, size_t n)
     for (size_t i = 0; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3ull;
     return h ? h : 1;
-}
-
-static bool write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
 }
 
 uint64_t tlsm_hs_save_cert(const unsigned char *der, size_t len)
@@ -58,7 +45,7 @@ uint64_t tlsm_hs_save_cert(const unsigned char *der, size_t len)
         errno = saved;
         return exists ? id : 0;
     }
-    bool ok = write_all(fd, der, len);
+    bool ok = tlsm_trace_write(fd, false, (const char *)der, len); /* a regular file */
     close(fd);
     if (!ok)
         unlink(path);

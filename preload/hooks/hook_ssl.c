@@ -62,51 +62,37 @@ static inline __attribute__((always_inline)) bool untraced_ssl(struct tlsm_fwd f
            (f.target && tlsm_abi_left_alone(&f.target->abi));
 }
 
-/* The int-sized calls pass num through size_t and back unchanged: the program's exact
- * arguments are forwarded, even a negative num. */
-TLSM_EXPORT int SSL_read(SSL *s, void *buf, int num)
-{
-    TLSM_HOOK_ENTER(SSL_read, f);
-    if (!f.fn)
-        return errno = ENOSYS, -1;
-    if (untraced_ssl(f))
-        return TLSM_REAL(SSL_read, f)(s, buf, num);
-    return traced_io(TLSM_FN_SSL_read, f, s, buf, (size_t)num, num, NULL,
-                     __builtin_return_address(0));
-}
+/* The data calls: SSL_read/peek/write (int num, -1 on failure) and their _ex forms (size_t
+ * num, bytes done through a pointer, 0 on failure). The int-sized calls pass num through
+ * size_t and back unchanged: the program's exact arguments are forwarded, even a negative
+ * num. A write's buffer is const to the program; traced_io only passes it through. */
+#define IO_HOOK(name, cbuf)                                                                        \
+    TLSM_EXPORT int name(SSL *s, cbuf void *buf, int num)                                          \
+    {                                                                                              \
+        TLSM_HOOK_ENTER(name, f);                                                                  \
+        if (!f.fn)                                                                                 \
+            return errno = ENOSYS, -1;                                                             \
+        if (untraced_ssl(f))                                                                       \
+            return TLSM_REAL(name, f)(s, buf, num);                                                \
+        return traced_io(TLSM_FN_##name, f, s, (void *)buf, (size_t)num, num, NULL,                \
+                         __builtin_return_address(0));                                             \
+    }
+#define IO_HOOK_EX(name, cbuf)                                                                     \
+    TLSM_EXPORT int name(SSL *s, cbuf void *buf, size_t num, size_t *done)                         \
+    {                                                                                              \
+        TLSM_HOOK_ENTER(name, f);                                                                  \
+        if (!f.fn)                                                                                 \
+            return errno = ENOSYS, 0;                                                              \
+        if (untraced_ssl(f))                                                                       \
+            return TLSM_REAL(name, f)(s, buf, num, done);                                          \
+        return traced_io(TLSM_FN_##name, f, s, (void *)buf, num, (int64_t)num, done,               \
+                         __builtin_return_address(0));                                             \
+    }
 
-TLSM_EXPORT int SSL_peek(SSL *s, void *buf, int num)
-{
-    TLSM_HOOK_ENTER(SSL_peek, f);
-    if (!f.fn)
-        return errno = ENOSYS, -1;
-    if (untraced_ssl(f))
-        return TLSM_REAL(SSL_peek, f)(s, buf, num);
-    return traced_io(TLSM_FN_SSL_peek, f, s, buf, (size_t)num, num, NULL,
-                     __builtin_return_address(0));
-}
-
-TLSM_EXPORT int SSL_read_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
-{
-    TLSM_HOOK_ENTER(SSL_read_ex, f);
-    if (!f.fn)
-        return errno = ENOSYS, 0;
-    if (untraced_ssl(f))
-        return TLSM_REAL(SSL_read_ex, f)(s, buf, num, readbytes);
-    return traced_io(TLSM_FN_SSL_read_ex, f, s, buf, num, (int64_t)num, readbytes,
-                     __builtin_return_address(0));
-}
-
-TLSM_EXPORT int SSL_peek_ex(SSL *s, void *buf, size_t num, size_t *readbytes)
-{
-    TLSM_HOOK_ENTER(SSL_peek_ex, f);
-    if (!f.fn)
-        return errno = ENOSYS, 0;
-    if (untraced_ssl(f))
-        return TLSM_REAL(SSL_peek_ex, f)(s, buf, num, readbytes);
-    return traced_io(TLSM_FN_SSL_peek_ex, f, s, buf, num, (int64_t)num, readbytes,
-                     __builtin_return_address(0));
-}
+IO_HOOK(SSL_read, )
+IO_HOOK(SSL_peek, )
+IO_HOOK_EX(SSL_read_ex, )
+IO_HOOK_EX(SSL_peek_ex, )
 
 static int traced_handshake(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, const void *site)
 {
@@ -166,24 +152,5 @@ TLSM_EXPORT void SSL_free(SSL *s)
     TLSM_REAL(SSL_free, f)(s);
 }
 
-TLSM_EXPORT int SSL_write(SSL *s, const void *buf, int num)
-{
-    TLSM_HOOK_ENTER(SSL_write, f);
-    if (!f.fn)
-        return errno = ENOSYS, -1;
-    if (untraced_ssl(f))
-        return TLSM_REAL(SSL_write, f)(s, buf, num);
-    return traced_io(TLSM_FN_SSL_write, f, s, (void *)buf, (size_t)num, num, NULL,
-                     __builtin_return_address(0));
-}
-
-TLSM_EXPORT int SSL_write_ex(SSL *s, const void *buf, size_t num, size_t *written)
-{
-    TLSM_HOOK_ENTER(SSL_write_ex, f);
-    if (!f.fn)
-        return errno = ENOSYS, 0;
-    if (untraced_ssl(f))
-        return TLSM_REAL(SSL_write_ex, f)(s, buf, num, written);
-    return traced_io(TLSM_FN_SSL_write_ex, f, s, (void *)buf, num, (int64_t)num, written,
-                     __builtin_return_address(0));
-}
+IO_HOOK(SSL_write, const)
+IO_HOOK_EX(SSL_write_ex, const)

@@ -359,6 +359,18 @@ void tlsm_tr_map_failed(int e)
     tlsm_warn("%s", why);
 }
 
+char *tlsm_tr_map_chunk(uint64_t *off, size_t *size)
+{
+    char *p = NULL;
+    if (!tlsm_tr_map_errno && tlsm_tr_fd_still_ours())
+        p = tlsm_tmap_chunk(tlsm_tr_fd, off, size);
+    else if (!tlsm_tr_map_errno)
+        errno = EBADF; /* the program closed or reused our descriptor */
+    if (!p && !tlsm_tr_map_errno)
+        tlsm_tr_map_failed(errno);
+    return p;
+}
+
 /* The line does not fit the thread's chunk: map the next one. When the new chunk follows
  * the old one in the file, the line is split across both and no zeroed space is left. */
 static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
@@ -369,15 +381,9 @@ static void next_chunk(struct tlsm_tbuf *b, const char *line, size_t len)
     }
     uint64_t off;
     size_t size = 0;
-    char *p = NULL;
-    if (!tlsm_tr_map_errno && tlsm_tr_fd_still_ours())
-        p = tlsm_tmap_chunk(tlsm_tr_fd, &off, &size);
-    else if (!tlsm_tr_map_errno)
-        errno = EBADF;
+    char *p = tlsm_tr_map_chunk(&off, &size);
     if (!p) {
         tlsm_tr_drop_line(b, len);
-        if (!tlsm_tr_map_errno)
-            tlsm_tr_map_failed(errno);
         return;
     }
     size_t head = 0;

@@ -98,6 +98,9 @@ void tlsm_tr_replay_early_warnings(void);
 void tlsm_tr_drop_line(struct tlsm_tbuf *b, size_t len);
 /* The file cannot grow: say so once, drop and count from now on. */
 void tlsm_tr_map_failed(int e);
+/* The next chunk of the file for this thread's writer (both formats), or NULL: the mapping
+ * failed or the descriptor is no longer ours (said once, through tlsm_tr_map_failed). */
+char *tlsm_tr_map_chunk(uint64_t *off, size_t *size);
 extern int tlsm_tr_map_errno;
 /* trace_put2.c, format 2 (buffer lock held): one event into the thread's chunk; the same
  * when it does not fit (a new chunk first); a write(2) buffer's chunk made ready to write

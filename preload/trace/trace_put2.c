@@ -51,16 +51,9 @@ static bool new_mapped_chunk(struct tlsm_tbuf *b)
 {
     uint64_t off;
     size_t size = 0;
-    char *p = NULL;
-    if (!tlsm_tr_map_errno && tlsm_tr_fd_still_ours())
-        p = tlsm_tmap_chunk(tlsm_tr_fd, &off, &size);
-    else if (!tlsm_tr_map_errno)
-        errno = EBADF;
-    if (!p) {
-        if (!tlsm_tr_map_errno)
-            tlsm_tr_map_failed(errno);
+    char *p = tlsm_tr_map_chunk(&off, &size);
+    if (!p)
         return false;
-    }
     if (b->data)
         tlsm_tmap_gap(b->off + b->used);
     tlsm_tmap_unmap(b->data, b->cap);

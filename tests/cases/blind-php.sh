@@ -94,7 +94,7 @@ ev = [json.loads(l) for l in open(sys.argv[1])]
 size = int(sys.argv[2])
 reads = [e for e in ev if e["ev"] == "read"]
 got = sum(e["got"] for e in reads if e["got"] > 0)
-app = [e for e in ev if e["ev"] == "rec" and e.get("type") == 23]
+app = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e.get("type") == 23]
 assert got >= size, "reads returned %d bytes, body is %d" % (got, size)
 outside = [r for r in app if r["read"] == 0]
 assert len(app) >= 100 and not outside, "%d of %d records outside reads" % (len(outside), len(app))

@@ -131,7 +131,7 @@ cal = {(e["mode"], e["cipher"]): e["impl"] for e in ev if e["ev"] == "calib"}
 assert cal.get(("hw", "AES-128-GCM")) == "hardware" and cal.get(("soft", "AES-128-GCM")) == "table", cal
 bk = [e for e in ev if e["ev"] == "lib" and e.get("role") == "backend"]
 assert bk and all(e["abi"] == "1.1.1" and e["version"].startswith("OpenSSL 1.1.1w") for e in bk), bk
-recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["type"] == 23]
 assert recs and all(e.get("stack") for e in recs), "app-data records without stack ids"
 assert any(e["ev"] == "stack" for e in ev), "no stack events"
 ' "$TRACE"

@@ -102,7 +102,7 @@ assert set(node[0].get("reach", "").split("+")) >= {"table", "entry"}, node[0].g
 reads = [e for e in ev if e["ev"] == "read"]
 got = sum(e["got"] for e in reads if e["got"] > 0)
 assert got >= size, "reads returned %d bytes, body %d" % (got, size)
-app = [e for e in ev if e["ev"] == "rec" and e["type"] == 23 and e["tag_ok"]]
+app = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["type"] == 23 and e["tag_ok"]]
 pt = sum(r["pt"] for r in app)
 assert pt >= size, "records carry %d bytes, body %d" % (pt, size)
 assert not [r for r in app if not r["read"]], "records outside node's reads"

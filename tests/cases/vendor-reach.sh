@@ -80,7 +80,7 @@ mode, aes, body = sys.argv[2], sys.argv[3], int(sys.argv[4])
 libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
 v = [l for l in libs.values() if l["path"].endswith("stripall/libvendor.so")]
 assert len(v) == 1 and v[0].get("reach") == "table+plt", "vendor lib events %r" % v
-recs = [e for e in ev if e["ev"] == "rec" and e["type"] == 23]
+recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["type"] == 23]
 pt = sum(r["pt"] for r in recs if r["tag_ok"])
 assert pt >= body, "records carry %d bytes of plaintext, the body is %d" % (pt, body)
 paths = {r["path"] for r in recs}
