@@ -126,3 +126,22 @@ bz_header() {
 h = json.loads(open(sys.argv[1]).readline())
 print(h.get(sys.argv[2], ""))' "$1" "$2" 2>/dev/null
 }
+
+# bz_impl_check CHECK-NAME TRACE WANT-IMPL [VERDICT]: tlsmeter-analyze ($A) --json says
+# WANT-IMPL (and lists VERDICT among its verdicts).
+bz_impl_check() {
+    local name=$1 trace=$2
+    if ! "$A" --json "$trace" >"$trace.json" 2>"$trace.json.err"; then
+        fail "$name: tlsmeter-analyze failed: $(head -c 200 "$trace.json.err")"
+        return
+    fi
+    tls_check "$name" "$TLSM_PY" -c 'import json, sys
+s = json.load(open(sys.argv[1]))
+errs = []
+if s.get("impl") != sys.argv[2]:
+    errs.append("impl %r, want %s" % (s.get("impl"), sys.argv[2]))
+ids = [v.get("id") for v in s.get("verdicts", [])]
+if len(sys.argv) > 3 and sys.argv[3] not in ids:
+    errs.append("verdicts %s, want %s among them" % (ids, sys.argv[3]))
+sys.exit("; ".join(errs) if errs else 0)' "$trace.json" "${@:3}"
+}

@@ -38,25 +38,6 @@ BODY=$((16 * 1024 * 1024))
 tls_make_file big.bin "$BODY"
 want_sha=$(tls_sha "$TLS_WWW/big.bin")
 
-# summary CHECK-NAME TRACE WANT-IMPL [VERDICT]: tlsmeter-analyze --json says WANT-IMPL (and
-# lists VERDICT among its verdicts).
-summary() {
-    local name=$1 trace=$2
-    if ! "$A" --json "$trace" >"$trace.json" 2>"$trace.json.err"; then
-        fail "$name: tlsmeter-analyze failed: $(head -c 200 "$trace.json.err")"
-        return
-    fi
-    tls_check "$name" "$TLSM_PY" -c 'import json, sys
-s = json.load(open(sys.argv[1]))
-errs = []
-if s.get("impl") != sys.argv[2]:
-    errs.append("impl %r, want %s" % (s.get("impl"), sys.argv[2]))
-ids = [v.get("id") for v in s.get("verdicts", [])]
-if len(sys.argv) > 3 and sys.argv[3] not in ids:
-    errs.append("verdicts %s, want %s among them" % (ids, sys.argv[3]))
-sys.exit("; ".join(errs) if errs else 0)' "$trace.json" "${@:3}"
-}
-
 # run NAME VAR=VAL...: a traced download; checks the program's side; sets TRACE ("" after a
 # failure).
 run() {
@@ -102,7 +83,7 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES128-GCM-SHA2
         if bz_traced "$TRACE"; then
             tls_trace_check "$N native records $suite" "$TRACE" --got "$(cat "$d/native.$suite.got")" \
                 --full-read --body "$BODY" --cipher "$cipher" --tls "$proto" --conns 1
-            summary "$N native is hardware $suite" "$TRACE" hardware
+            bz_impl_check "$N native is hardware $suite" "$TRACE" hardware
         else
             skip "$N native records/class $suite: $BZ_WHY"
         fi
@@ -110,7 +91,7 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES128-GCM-SHA2
     run masked "$MASK"
     if [ -n "$TRACE" ]; then
         if bz_traced "$TRACE"; then
-            summary "$N masked is table + software-aes $suite" "$TRACE" table software-aes
+            bz_impl_check "$N masked is table + software-aes $suite" "$TRACE" table software-aes
         else
             skip "$N masked class $suite: $BZ_WHY"
         fi

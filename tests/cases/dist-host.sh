@@ -58,24 +58,6 @@ run() {
     GOT=$(cat "$p.got")
 }
 
-# impl NAME TRACE WANT [VERDICT]: tlsmeter-analyze --json's class (and a verdict id).
-impl() {
-    local name=$1 trace=$2
-    if ! "$A" --json "$trace" >"$trace.json" 2>"$trace.json.err"; then
-        fail "$name: tlsmeter-analyze failed: $(head -c 200 "$trace.json.err")"
-        return
-    fi
-    tls_check "$name" "$TLSM_PY" -c 'import json, sys
-s = json.load(open(sys.argv[1]))
-errs = []
-if s.get("impl") != sys.argv[2]:
-    errs.append("impl %r, want %s" % (s.get("impl"), sys.argv[2]))
-ids = [v.get("id") for v in s.get("verdicts", [])]
-if len(sys.argv) > 3 and sys.argv[3] not in ids:
-    errs.append("verdicts %s, want %s among them" % (ids, sys.argv[3]))
-sys.exit("; ".join(errs) if errs else 0)' "$trace.json" "${@:3}"
-}
-
 for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES256-GCM-SHA384 AES-256-GCM"; do
     read -r proto suite cipher <<<"$s"
     if ! tls_server_start "$proto" "$suite"; then
@@ -92,10 +74,10 @@ for s in "1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM" "1.2 ECDHE-RSA-AES256-GCM-SHA3
     if [ -n "$TRACE" ]; then
         tls_trace_check "$N native $TLS_DL $suite: output unchanged, records" "$TRACE" \
             --got "$GOT" --full-read --body "$BODY" --cipher "$cipher" --tls "$proto" --conns 1
-        impl "$N native is hardware $suite" "$TRACE" hardware
+        bz_impl_check "$N native is hardware $suite" "$TRACE" hardware
     fi
     run masked "$MASK"
-    [ -n "$TRACE" ] && impl "$N masked is table + software-aes $suite" "$TRACE" table software-aes
+    [ -n "$TRACE" ] && bz_impl_check "$N masked is table + software-aes $suite" "$TRACE" table software-aes
     if tls_mode_ok hw; then
         run masked-hw "$MASK" TLSMETER_CRYPTO=hw
         [ -n "$TRACE" ] && tls_trace_check "$N masked hw on path hw $suite" "$TRACE" \
