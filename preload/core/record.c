@@ -187,6 +187,8 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     struct tlsm_rec_state *st = state_of(c);
     struct tlsm_cpu_span sp;
     tlsm_cpu_end(th, c->t0, &c->mark, &sp);
+    if (sp.preempt)
+        tlsm_cpu_count_preempted();
     uint32_t conn = th->conn ? th->conn : st->conn;
     if (conn)
         st->conn = conn;

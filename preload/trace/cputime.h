@@ -47,7 +47,8 @@ struct tlsm_cpu_span {
 extern const struct rseq_cs tlsm_rseq_desc;
 
 void tlsm_cpu_thread_setup(struct tlsm_thread *th);
-/* Records flagged in this process (end line `preempted`). */
+/* Records flagged in this process (end line `preempted`): counted by the record's end
+ * (core/record.c), not by every span (a handshake part has its own count, conn.hs). */
 void tlsm_cpu_count_preempted(void);
 uint64_t tlsm_cpu_preempted(void);
 
@@ -163,8 +164,6 @@ static inline void tlsm_cpu_end(struct tlsm_thread *th, uint64_t wall_t0,
     default:
         break;
     }
-    if (sp->preempt)
-        tlsm_cpu_count_preempted();
 }
 
 /* Process method (decided once, at the first call): trace header `cputime`/`cputime_why`. */

@@ -266,8 +266,11 @@ no_fds() {
     fds=$(ls -l "/proc/$pid/fd" 2>/dev/null | grep -c 'perf_event')
     wait "$pid"
     local rc=$?
+    tlsm_jsonl "$d/fds.%p.jsonl" # written in the default format 2: as JSON Lines for header_key
     m=$(header_key "$(ls "$d"/fds.*.jsonl | head -n 1)" cputime)
-    if [[ $m != perf-* ]]; then
+    if [ -z "$m" ]; then
+        fail "trust-contention fds: no readable trace header (exit $rc): $(head -c 200 "$d/fds.err")"
+    elif [[ $m != perf-* ]]; then
         skip "trust-contention fds: cputime=$m, no perf pages"
     elif [ "$rc" = 0 ] && [ "${maps:-0}" -ge 1 ] && [ "$fds" = 0 ]; then
         pass "trust-contention fds: $maps task-clock pages mapped, no perf descriptor open"
