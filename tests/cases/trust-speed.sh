@@ -4,7 +4,13 @@
 # (AES-NI + PCLMULQDQ) and table (AES-NI, PCLMULQDQ, SSSE3 hidden), AES-128-GCM and
 # AES-256-GCM, TLS 1.3. The analyzer's median over the bulk records (--json) must be within 0.8-1.3x
 # of speed's figure measured in the same run (a ratio of two measurements made side by side,
-# not a timing assertion). The speed runs are interleaved with the downloads; medians of 3.
+# not a timing assertion). The speed runs are interleaved with the downloads, 5 rounds, and
+# each instrument's fastest figure is compared: on a shared machine (a VM's sibling thread, a
+# co-runner) whole stretches of a second run ~1.5x slower, for both instruments alike, and
+# only ever slower; a ~0.1 s download lands in one or misses it, a 1 s speed run averages
+# over it. The least disturbed round of each is the one to compare (a doubled crypto_ns still
+# doubles every round: 2x fails). speed's CPU time is counted in 10 ms ticks: the ratio passes
+# when its range for +-1 tick meets 0.8-1.3 (runs too short to say are done again, longer).
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -27,17 +33,29 @@ tls_make_file big.bin "$BODY"
 AEAD=
 openssl speed -help 2>&1 | grep -q -- '-aead' && AEAD=-aead
 
-# speed MASK CIPHER: ns/B of openssl speed's 16 KiB decrypt (machine-readable +F line).
+# speed_run MASK CIPHER SECS: "COUNT CPU_S" of one openssl speed run of the 16 KiB decrypt
+# (its machine-readable +R line, on stderr: operations done, and the user CPU time they took).
+speed_run() {
+    local mask=()
+    [ "$1" = table ] && mask=("OPENSSL_ia32cap=~0x200020200000000:~0x0")
+    env -u OPENSSL_ia32cap "${mask[@]}" openssl speed -mr -seconds "$3" $AEAD -evp "$2" \
+        -decrypt -bytes 16384 2>&1 >/dev/null | awk -F: '/^\+R:/ {print $2, $NF; exit}'
+}
+
+# speed MASK CIPHER: "NS/B:LOW:HIGH" of openssl speed's 16 KiB decrypt. speed runs for SECS
+# of wall time and divides by its user CPU time, which it reads from times() in clock ticks
+# (10 ms): beside busy processes a 1 s run may get 20 ms of CPU, +-50 %. So a run that got
+# under 0.5 s is done again for longer (bounded: 6 s), and LOW-HIGH is the figure's range
+# for that CPU time +-1 tick (a run that got no tick at all: 0 with an open range).
 speed() {
-    local m=$1
-    shift
-    if [ "$m" = hw ]; then
-        env -u OPENSSL_ia32cap openssl speed -mr -seconds 1 $AEAD -evp "$1" -decrypt \
-            -bytes 16384 2>/dev/null
-    else
-        OPENSSL_ia32cap="~0x200020200000000:~0x0" openssl speed -mr -seconds 1 $AEAD \
-            -evp "$1" -decrypt -bytes 16384 2>/dev/null
-    fi | awk -F: '/^\+F:/ {printf "%.5f\n", 1e9 / $NF}'
+    local r secs
+    r=$(speed_run "$1" "$2" 1)
+    secs=$(awk -v r="$r" 'BEGIN { split(r, a, " "); d = a[2] + 0
+        n = d > 0 ? int(0.6 / d) + 1 : 6; print (d >= 0.5 ? 0 : n > 6 ? 6 : n) }')
+    [ "$secs" -gt 0 ] && r=$(speed_run "$1" "$2" "$secs")
+    awk -v r="$r" -v tick="$(getconf CLK_TCK)" 'BEGIN { split(r, a, " "); n = a[1] * 16384
+        d = a[2] + 0; t = 1 / tick; lo = d - t > 0 ? d - t : 0
+        if (n > 0) printf "%.5f:%.5f:%.5f\n", 1e9 * d / n, 1e9 * lo / n, 1e9 * (d + t) / n }'
 }
 
 # bulk_median TRACE: the analyzer's median ns/B over the cipher's bulk records (--json
@@ -64,7 +82,7 @@ for s in "TLS_AES_128_GCM_SHA256 AES-128-GCM" "TLS_AES_256_GCM_SHA384 AES-256-GC
     fi
     for m in hw table; do
         sp='' tl=''
-        for i in 1 2 3; do
+        for i in 1 2 3 4 5; do
             p=$d/$cipher.$m.$i
             if [ "$m" = hw ]; then
                 TLS_ENV=()
@@ -79,16 +97,30 @@ for s in "TLS_AES_128_GCM_SHA256 AES-128-GCM" "TLS_AES_256_GCM_SHA384 AES-256-GC
                 continue 2
             fi
             tl+="$(bulk_median "${TRACES[0]}") "
-            sp+="$(speed "$m" "$cipher") "
+            x=$(speed "$m" "$cipher")
+            sp+="${x:-nan:nan:nan} "
         done
-        tls_check "trust-speed $cipher $m 16 KiB within 0.8-1.3x of openssl speed" \
-            "$TLSM_PY" -c 'import statistics, sys
-tl = statistics.median(float(x) for x in sys.argv[1].split())
-sp = statistics.median(float(x) for x in sys.argv[2].split())
-r = tl / sp
-print("tlsmeter %.4f ns/B, openssl speed %.4f ns/B, ratio %.3f" % (tl, sp, r))
-sys.exit(0 if 0.8 <= r <= 1.3 else "ratio %.3f outside 0.8-1.3 (tlsmeter %s; speed %s)"
-         % (r, sys.argv[1], sys.argv[2]))' "$tl" "$sp"
+        name="trust-speed $cipher $m 16 KiB within 0.8-1.3x of openssl speed (fastest of 5 each)"
+        if out=$("$TLSM_PY" -c 'import sys
+tls = [float(x) for x in sys.argv[1].split()]
+sps = [tuple(map(float, x.split(":"))) for x in sys.argv[2].split()]
+if any(x != x for x in tls + [v for s in sps for v in s]):  # a round without a figure fails
+    sys.exit("a round gave no figure: tlsmeter %s; speed %s" % tuple(sys.argv[1:3]))
+# speed rounds whose CPU time was under 10 ticks (range over +-10 %) say too little to use.
+good = [s for s in sps if s[2] - s[1] <= 0.2 * s[0]] or sys.exit(
+    "openssl speed got under 10 clock ticks of CPU in every round: %s" % sys.argv[2])
+tl = min(tls)
+sp, lo, hi = min(s[0] for s in good), min(s[1] for s in good), min(s[2] for s in good)
+r, rlo, rhi = tl / sp, tl / hi, tl / lo
+print("tlsmeter %.4f ns/B, openssl speed %.4f ns/B (%.4f-%.4f), ratio %.3f (%.3f-%.3f)"
+      % (tl, sp, lo, hi, r, rlo, rhi))
+sys.exit(0 if rlo <= 1.3 and rhi >= 0.8 else
+         "ratio %.3f (%.3f-%.3f) outside 0.8-1.3 (tlsmeter %s; speed ns/B:low:high %s)"
+         % (r, rlo, rhi, sys.argv[1], sys.argv[2]))' "$tl" "$sp" 2>&1); then
+            pass "$name: $out"
+        else
+            fail "$name: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+        fi
     done
     tls_server_stop
 done
