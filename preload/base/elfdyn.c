@@ -201,8 +201,9 @@ static void filter_build(struct name_filter *f, const char *const names[], int n
 }
 
 /* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
-static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
-                      const struct name_filter *f)
+static inline __attribute__((always_inline)) int name_index(const struct dyninfo *d, size_t symidx,
+                                                            const char *const names[], int n,
+                                                            const struct name_filter *f)
 {
     size_t at = d->symtab[symidx].st_name;
     const char *s = d->strtab + at;

@@ -118,20 +118,20 @@ static void check_window(const char *lo, const char *end, const char *q, struct 
 void tlsm_marks_scan(const char *lo, size_t n, struct tlsm_marks *m);
 void tlsm_marks_scan(const char *lo, size_t n, struct tlsm_marks *m)
 {
-    if (n < WIN + 4 * WIN)
+    if (n < 8 * WIN)
         return n < WIN ? (void)0 : slow_scan(lo, n, m);
     if (!table_ready()) {
         slow_scan(lo, n, m);
         return;
     }
-    const char *end = lo + n, *q = lo + WIN - 2, *last = end - 2, *safe = last - 3 * (WIN - 1);
+    const char *end = lo + n, *q = lo + WIN - 2, *last = end - 2, *safe = last - 7 * (WIN - 1);
     uint16_t pair;
     uint8_t s;
 #define STEP() (memcpy(&pair, q, 2), s = shift[pair], q += s)
-    /* Four steps between bound checks: a shift of 0 leaves q where it is, so the next steps
+    /* Eight steps between bound checks: a shift of 0 leaves q where it is, so the next steps
      * stay there and the last one still sees 0. */
     while (q <= safe) {
-        STEP(), STEP(), STEP(), STEP();
+        STEP(), STEP(), STEP(), STEP(), STEP(), STEP(), STEP(), STEP();
         if (s)
             continue;
         check_window(lo, end, q, m);
