@@ -8,6 +8,7 @@
 #include "arch/arch.h"
 
 #include <elf.h>
+#include <stdatomic.h>
 #include <string.h>
 
 struct dyninfo {
@@ -154,6 +155,10 @@ struct name_filter {
     uint64_t word[NAME_TAB_MAX];
     uint8_t tab[256];
     bool tabbed; /* at most NAME_TAB_MAX names: else every name is compared */
+    /* The four bytes every name starts with ("SSL_" for the libssl entry points), so most
+     * imports (malloc, memcpy) are told apart with one compare; 0 when they differ. */
+    uint32_t prefix;
+    uint32_t ghash[NAME_TAB_MAX]; /* their GNU hashes (tabbed only) */
 };
 
 /* The name's first eight bytes as a number, zeros from its NUL on: one load when eight
@@ -182,10 +187,24 @@ static unsigned name_key(uint64_t word)
     return (unsigned)((word * 0x9e3779b97f4a7c15ull) >> 52) % NAME_FILTER_BITS;
 }
 
+static uint32_t gnu_hash_of(const char *name)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = h * 33 + *p;
+    return h;
+}
+
 static void filter_build(struct name_filter *f, const char *const names[], int n)
 {
     memset(f, 0, sizeof(*f));
     f->tabbed = n <= NAME_TAB_MAX;
+    for (int i = 0; i < n; i++) {
+        uint32_t p = 0;
+        if (strnlen(names[i], 4) == 4)
+            memcpy(&p, names[i], 4);
+        f->prefix = i == 0 || p == f->prefix ? p : 0;
+    }
     for (int i = 0; i < n; i++) {
         uint64_t w = name_word(names[i], strlen(names[i]) + 1);
         unsigned k = name_key(w);
@@ -193,6 +212,7 @@ static void filter_build(struct name_filter *f, const char *const names[], int n
         if (!f->tabbed)
             continue;
         f->word[i] = w;
+        f->ghash[i] = gnu_hash_of(names[i]);
         unsigned t = k % 256;
         while (f->tab[t])
             t = (t + 1) % 256;
@@ -205,9 +225,12 @@ static inline __attribute__((always_inline)) int name_index(const struct dyninfo
                                                             const char *const names[], int n,
                                                             const struct name_filter *f)
 {
-    size_t at = d->symtab[symidx].st_name;
+    size_t at = d->symtab[symidx].st_name, avail = d->strsz > at ? d->strsz - at : 0;
     const char *s = d->strtab + at;
-    uint64_t w = name_word(s, d->strsz > at ? d->strsz - at : 0);
+    uint32_t p;
+    if (f->prefix && avail >= 4 && (memcpy(&p, s, 4), p != f->prefix))
+        return -1;
+    uint64_t w = name_word(s, avail);
     unsigned k = name_key(w);
     if (!(f->bits[k / 64] & (1ull << (k % 64))))
         return -1;
@@ -227,14 +250,6 @@ static inline __attribute__((always_inline)) int name_index(const struct dyninfo
 
 typedef void (*reloc_visit)(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot,
                             void *arg);
-
-static uint32_t gnu_hash_of(const char *name)
-{
-    uint32_t h = 5381;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        h = h * 33 + *p;
-    return h;
-}
 
 /* The symbols (indices into .dynsym) named one of names[0..n), found before the relocations
  * are read: most objects have none, and then no relocation needs reading; the others have a
@@ -277,7 +292,7 @@ static bool find_symbols(const struct dyninfo *d, const char *const names[], int
             return false;
     }
     for (int k = 0; k < n; k++) {
-        uint32_t h = gnu_hash_of(names[k]);
+        uint32_t h = f->tabbed ? f->ghash[k] : gnu_hash_of(names[k]);
         for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i; i++) {
             uint32_t h2 = chain[i - symoffset];
             if ((h | 1) == (h2 | 1) && !strcmp(d->strtab + d->symtab[i].st_name, names[k]) &&
@@ -300,16 +315,57 @@ static int match_of(const struct matches *m, size_t sym)
     return -1;
 }
 
+/* The filters of the name lists tlsmeter walks with (static arrays: the hooks, the record
+ * functions, the libssl entry points), built once each: a walk then costs its object's
+ * symbols and relocations only. A list is recognised by its pointers, compared one by one. */
+#define FILTER_CACHE 6
+static struct cached_filter {
+    struct name_filter f;
+    const char *const *names;
+    int n;
+    const char *copy[NAME_TAB_MAX];
+    _Atomic int state; /* 0 free, 1 being built, 2 ready */
+} filters[FILTER_CACHE];
+
+static const struct name_filter *filter_for(const char *const names[], int n,
+                                            struct name_filter *local)
+{
+    size_t bytes = (size_t)n * sizeof(names[0]);
+    if (n > NAME_TAB_MAX) {
+        filter_build(local, names, n);
+        return local;
+    }
+    for (int i = 0; i < FILTER_CACHE; i++) {
+        struct cached_filter *c = &filters[i];
+        if (atomic_load_explicit(&c->state, memory_order_acquire) == 2 && c->names == names &&
+            c->n == n && !memcmp(c->copy, names, bytes))
+            return &c->f;
+    }
+    for (int i = 0; i < FILTER_CACHE; i++) {
+        struct cached_filter *c = &filters[i];
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&c->state, &expect, 1))
+            continue;
+        filter_build(&c->f, names, n);
+        c->names = names, c->n = n;
+        memcpy(c->copy, names, bytes);
+        atomic_store_explicit(&c->state, 2, memory_order_release);
+        return &c->f;
+    }
+    filter_build(local, names, n);
+    return local;
+}
+
 /* Every relocation (PLT first, then the others) whose symbol is one of names[0..n). */
 static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
                         const char *const names[], int n, reloc_visit visit, void *arg)
 {
-    struct name_filter f;
+    struct name_filter local;
     struct matches m;
     if (!d->symtab || !d->strtab)
         return;
-    filter_build(&f, names, n);
-    bool found = find_symbols(d, names, n, &f, &m);
+    const struct name_filter *f = filter_for(names, n, &local);
+    bool found = find_symbols(d, names, n, f, &m);
     if (found && !m.n)
         return;
     for (int which = 0; which < 2; which++) {
@@ -326,7 +382,7 @@ static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
 #else
             size_t sym = ELF32_R_SYM(r->r_info);
 #endif
-            int k = !sym ? -1 : found ? match_of(&m, sym) : name_index(d, sym, names, n, &f);
+            int k = !sym ? -1 : found ? match_of(&m, sym) : name_index(d, sym, names, n, f);
             if (k >= 0)
                 visit(d, sym, k, lm->l_addr + r->r_offset, arg);
         }
