@@ -140,9 +140,8 @@ static bool judge_copy(const struct dl_phdr_info *info, const struct link_map *l
 {
     bool named = lm->l_name && lm->l_name[0], symbolic = tlsm_elf_flags(lm).symbolic;
     bool exports = named && !symbolic && exports_cipher(lm);
-    if (exports && !symbolic && named)
-        return false;
-    if (!tlsm_marks_of(info).provider)
+    /* The name list as a whole string in the object's string constants (marks.h) */
+    if (exports || !tlsm_marks_of(info).provider)
         return false;
     memset(c, 0, sizeof(*c));
     c->lm = lm;
