@@ -56,7 +56,7 @@ runs() {
         # state and utime+stime (fields 3, 14, 15 after the command name's closing paren)
         read -r st cpu < <(sed 's/.*) //' "/proc/$RUN_PID/stat" 2>/dev/null |
             awk '{print $1, $12 + $13}') || break
-        [ -n "$st" ] && [ "$st" != Z ] || break
+        if [ -z "$st" ] || [ "$st" = Z ]; then break; fi
         if [ "$st" = S ] && [ "$cpu" = "$last" ]; then idle=$((idle + 1)); else idle=0; fi
         last=$cpu
         [ "$idle" -ge 20 ] && break
