@@ -140,13 +140,15 @@ static int process(struct model *m, struct trace *t, json_t *o, char *err, size_
                  err, errlen);
 }
 
-/* Whether o (records or process) is of the model's direction, as model.c's this_dir: "dir"
- * "out" is the encrypting side (its process part counts writes under the read keys), absent
- * or "in" the decrypting one; the other side's parts are counted, for the second pass. */
-static bool this_dir(struct model *m, json_t *o)
+/* Whether o (records, process or process_out) is of the model's direction, as model.c's
+ * this_dir: "dir" "out" (and process_out, which counts writes under the read keys) is the
+ * encrypting side, absent or "in" the decrypting one; the other side's parts are counted,
+ * for the second pass. */
+static bool this_dir(struct model *m, json_t *o, bool out)
 {
     json_t *dir = json_object_get(o, "dir");
-    bool out = json_is_string(dir) && !strcmp(json_string_value(dir), "out");
+
+    out |= json_is_string(dir) && !strcmp(json_string_value(dir), "out");
 
     if (out != m->out)
         m->other_dir++;
@@ -164,9 +166,9 @@ int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_
     if (json_is_integer(at) && json_integer_value(at) > t->max_t)
         t->max_t = json_integer_value(at);
     if (what && !strcmp(what, "records"))
-        return this_dir(m, o) ? records(m, t, o, err, errlen) : 0;
-    if (what && !strcmp(what, "process"))
-        return this_dir(m, o) ? process(m, t, o, err, errlen) : 0;
+        return this_dir(m, o, false) ? records(m, t, o, err, errlen) : 0;
+    if (what && (!strcmp(what, "process") || !strcmp(what, "process_out")))
+        return this_dir(m, o, !strcmp(what, "process_out")) ? process(m, t, o, err, errlen) : 0;
     t->lines_unknown++; /* a part from a newer writer */
     return 0;
 }

@@ -314,7 +314,8 @@ static void flush_process(bool out, bool final)
               last_hists[out][H_REC_LEN][k];
     if (!any)
         return;
-    head(&j, line, sizeof(line), "process", final);
+    /* Its own name: a reader that knows only "process" must not add writes to reads. */
+    head(&j, line, sizeof(line), out ? "process_out" : "process", final);
     if (out)
         tlsm_json_safe(&j, "dir", "out");
     for (int k = 0; k < D_N; k++) {

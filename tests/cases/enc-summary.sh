@@ -126,8 +126,8 @@ rep = json.load(open(sys.argv[2]))
 sent = int(sys.argv[3])
 kinds = {e["ev"] for e in ev}
 assert not kinds & {"rec", "read", "write"}, "per-event lines in a summary trace: %s" % kinds
-assert any(e["ev"] == "summary" and e.get("dir") == "out" and e["what"] == "process" for e in ev), \
-    "no dir out process part"
+assert any(e["ev"] == "summary" and e.get("dir") == "out" and e["what"] == "process_out" for e in ev), \
+    "no process_out part"
 enc = rep.get("encrypt")
 assert enc, "no encrypt object"
 assert enc["bytes_written"] == sent, "bytes written %d, sent %d" % (enc["bytes_written"], sent)
