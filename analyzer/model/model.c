@@ -27,7 +27,9 @@ static void free_trace(struct trace *t)
         struct lib *l = &t->libs[i];
 
         free(l->path), free(l->version), free(l->platform), free(l->role), free(l->cpuinfo);
+        free(l->reach);
     }
+    model__reach_free(t);
     for (i = 0; i < t->nblind; i++)
         model__blind_free(&t->blind[i]);
 }

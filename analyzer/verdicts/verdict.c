@@ -250,4 +250,5 @@ void verdicts__build(struct summary *s)
     verdicts_io(s);
     verdicts_hs(s);
     verdicts_blind(s);
+    verdicts_reach(s);
 }

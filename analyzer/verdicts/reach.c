@@ -1,0 +1,169 @@
+/* reach.c: the copies of each trace and how they were reached (reach.h), and the verdicts on
+ * bytes that flowed where tlsmeter's hooks could not see them: socket-reads (a copy whose
+ * SSL_read is past the hooks: its bytes arrived through socket reads, no read events) and
+ * bytes-unseen (more arrived on those sockets than the records tlsmeter saw account for). */
+#include "verdicts/reach.h"
+
+#include "base/fmt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+    const char *way, *words;
+} ways[] = {
+    {"got", "callers' GOT slots rewritten to the hooks"},
+    {"table", "provider cipher tables rewritten (records, class, reroute)"},
+    {"entry", "SSL_* entry points patched (reads, connections)"},
+    {"plt", "SSL_read unreachable: its socket reads traced instead"},
+};
+
+void reach__words(const char *reach, char *buf, size_t cap)
+{
+    size_t n = 0;
+
+    buf[0] = 0;
+    if (!reach || !*reach) {
+        snprintf(buf, cap, "the dynamic linker's binding (LD_PRELOAD interposition)");
+        return;
+    }
+    for (const char *p = reach; *p && n < cap;) {
+        size_t len = strcspn(p, "+");
+        const char *w = NULL;
+        for (size_t i = 0; i < sizeof(ways) / sizeof(ways[0]); i++)
+            if (strlen(ways[i].way) == len && !strncmp(p, ways[i].way, len))
+                w = ways[i].words;
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s%.*s%s", n ? "; " : "", w ? w : "",
+                              w ? 0 : (int)len, p, w ? "" : " (a way this analyzer does not know)");
+        p += len + (p[len] == '+');
+    }
+}
+
+static bool is_app(const struct lib *l)
+{
+    return !l->role || strcmp(l->role, "backend");
+}
+
+static const struct reach_copy *sock_of(const struct trace *t, int64_t lib)
+{
+    for (int i = 0; t->reach && i < t->reach->ncopies; i++)
+        if (t->reach->copies[i].lib == lib)
+            return &t->reach->copies[i];
+    return NULL;
+}
+
+/* Records per copy from the buckets; rerouted ones (lib: the backend) go to the trace's
+ * copy with socket reads when it has exactly one (they are that copy's records). */
+static void records_of(const struct summary *s, struct copy_fig *f, int n)
+{
+    const struct model *m = s->m;
+
+    for (size_t i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+        const struct trace *t = &m->traces[b->trace];
+        bool native = !strcmp(model__name(m, b->path), "native");
+        struct copy_fig *sole = NULL;
+        int socks = 0;
+        for (int k = 0; k < n; k++) {
+            if (f[k].t != t)
+                continue;
+            if (f[k].sock)
+                socks++, sole = &f[k];
+            if (native && f[k].l->id == b->lib) {
+                f[k].recs += b->st.recs, f[k].recs_app += b->st.recs_app, f[k].pt += b->st.rec_pt;
+                f[k].wire += b->st.rec_len + 5 * b->st.recs;
+            }
+        }
+        if (!native && socks == 1) {
+            sole->routed_recs += b->st.recs;
+            sole->routed_wire += b->st.rec_len + 5 * b->st.recs;
+        }
+    }
+}
+
+int reach__copies(const struct summary *s, struct copy_fig *out, int max)
+{
+    const struct model *m = s->m;
+    int n = 0;
+
+    for (size_t i = 0; i < m->ntraces; i++) {
+        const struct trace *t = &m->traces[i];
+        for (int k = 0; k < t->nlibs && n < max; k++)
+            if (is_app(&t->libs[k]))
+                out[n++] = (struct copy_fig){
+                    .t = t, .l = &t->libs[k], .sock = sock_of(t, t->libs[k].id)};
+    }
+    records_of(s, out, n);
+    for (int k = 0; k < n; k++) {
+        uint64_t seen = out[k].wire + out[k].routed_wire;
+        if (out[k].sock && out[k].sock->bytes > seen)
+            out[k].unseen = out[k].sock->bytes - seen;
+    }
+    return n;
+}
+
+bool reach__any(const struct summary *s)
+{
+    const struct model *m = s->m;
+
+    for (size_t i = 0; i < m->ntraces; i++) {
+        const struct trace *t = &m->traces[i];
+        if (t->reach && (t->reach->ncopies || t->reach->ncallers))
+            return true;
+        for (int k = 0; k < t->nlibs; k++)
+            if (t->libs[k].reach && *t->libs[k].reach)
+                return true;
+    }
+    return false;
+}
+
+static void socket_verdicts(struct summary *s, const struct copy_fig *f)
+{
+    const struct reach_copy *c = f->sock;
+    struct fmtbuf a, b, u;
+    uint64_t seen = f->wire + f->routed_wire;
+    char routed[96] = "";
+
+    if (f->routed_recs)
+        snprintf(routed, sizeof(routed), ", %llu of them rerouted to tlsmeter's backend",
+                 (unsigned long long)f->routed_recs);
+    struct verdict *v = summary__verdict(
+        s, V_SOCKET_READS, "blind",
+        "%s: the SSL_read of %s%s%s%s is past the hooks, so its reads are not in the read "
+        "figures: %s arrived through %llu socket reads on %d socket%s (sockread events), %s "
+        "of it in the %llu records tlsmeter saw it decrypt%s; the rest (%s) is what the "
+        "handshake sent in clear%s",
+        f->t->file, f->l->path ? f->l->path : "?", f->l->version ? " (" : "",
+        f->l->version ? f->l->version : "", f->l->version ? ")" : "", fmt_bytes(&a, c->bytes),
+        (unsigned long long)c->calls, c->nsockets, c->nsockets == 1 ? "" : "s",
+        fmt_bytes(&b, seen < c->bytes ? seen : c->bytes),
+        (unsigned long long)(f->recs + f->routed_recs), routed, fmt_bytes(&u, f->unseen),
+        f->unseen > REACH_UNSEEN_MIN ? " and records tlsmeter did not see (bytes-unseen)" : "");
+    verdict__evidence(v, "socket_bytes", (double)c->bytes);
+    verdict__evidence(v, "socket_reads", (double)c->calls);
+    verdict__evidence(v, "sockets", (double)c->nsockets);
+    verdict__evidence(v, "record_wire_bytes", (double)seen);
+    verdict__evidence(v, "unseen_bytes", (double)f->unseen);
+    if (f->unseen <= REACH_UNSEEN_MIN || f->unseen * 100 <= c->bytes)
+        return;
+    v = summary__verdict(s, V_BYTES_UNSEEN, "blind",
+                         "%s: %s of the %s that arrived on %s's sockets are in no record tlsmeter "
+                         "saw decrypted (more than a handshake sends in clear): the record, byte "
+                         "and crypto figures of this copy miss them",
+                         f->t->file, fmt_bytes(&u, f->unseen), fmt_bytes(&a, c->bytes),
+                         f->l->path ? f->l->path : "?");
+    verdict__evidence(v, "unseen_bytes", (double)f->unseen);
+    verdict__evidence(v, "socket_bytes", (double)c->bytes);
+}
+
+void verdicts_reach(struct summary *s)
+{
+    struct copy_fig f[REACH_MAX_FIGS];
+
+    if (s->out)
+        return; /* socket reads are the receiving side's: said once, with the decrypt figures */
+    int n = reach__copies(s, f, REACH_MAX_FIGS);
+    for (int k = 0; k < n; k++)
+        if (f[k].sock && f[k].sock->calls)
+            socket_verdicts(s, &f[k]);
+}
