@@ -400,7 +400,10 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
                 "tlsmeter-analyze: a summary trace (TLSMETER_EVENTS=summary) holds totals "
                 "and histograms, no per-record or per-read events: %s needs an event "
                 "trace (TLSMETER_EVENTS=all)\n",
-                ch ? "--chrome" : pf ? "--perfetto" : env->flamegraph ? "--flamegraph" : "--folded");
+                ch                ? "--chrome"
+                : pf              ? "--perfetto"
+                : env->flamegraph ? "--flamegraph"
+                                  : "--folded");
     if (pf && perfetto_done(pf, pff, env->perfetto) && rc == EXIT_OK)
         rc = EXIT_IO;
     if (ch)

@@ -38,8 +38,9 @@ static void copy_text(FILE *out, const struct copy_fig *f)
     if (!f->sock)
         return;
     const struct reach_copy *s = f->sock;
-    fprintf(out, "    sockets  %llu reads past the hooks on %d socket%s: %s (%llu at end of stream, "
-                 "%llu would block, %llu failed); %s in no record seen\n",
+    fprintf(out,
+            "    sockets  %llu reads past the hooks on %d socket%s: %s (%llu at end of stream, "
+            "%llu would block, %llu failed); %s in no record seen\n",
             U(s->calls), s->nsockets, s->nsockets == 1 ? "" : "s", fmt_bytes(&a, s->bytes),
             U(s->eof), U(s->would_block), U(s->errors), fmt_bytes(&c, f->unseen));
     for (int i = 0; i < s->nsockets && i < 10; i++)

@@ -90,8 +90,8 @@ int reach__copies(const struct summary *s, struct copy_fig *out, int max)
         const struct trace *t = &m->traces[i];
         for (int k = 0; k < t->nlibs && n < max; k++)
             if (is_app(&t->libs[k]))
-                out[n++] = (struct copy_fig){
-                    .t = t, .l = &t->libs[k], .sock = sock_of(t, t->libs[k].id)};
+                out[n++] =
+                    (struct copy_fig){.t = t, .l = &t->libs[k], .sock = sock_of(t, t->libs[k].id)};
     }
     records_of(s, out, n);
     for (int k = 0; k < n; k++) {
