@@ -1,7 +1,8 @@
 /* reach.c: the copies of each trace and how they were reached (reach.h), and the verdicts on
  * bytes that flowed where tlsmeter's hooks could not see them: socket-reads (a copy whose
- * SSL_read is past the hooks: its bytes arrived through socket reads, no read events) and
- * bytes-unseen (more arrived on those sockets than the records tlsmeter saw account for). */
+ * SSL_read is past the hooks: its bytes arrived through socket reads, no read events),
+ * bytes-unseen (more arrived on those sockets than the records tlsmeter saw account for) and,
+ * on the sending side, writes-bypassed (records sealed with no SSL_write seen). */
 #include "verdicts/reach.h"
 
 #include "base/fmt.h"
@@ -156,12 +157,36 @@ static void socket_verdicts(struct summary *s, const struct copy_fig *f)
     verdict__evidence(v, "socket_bytes", (double)c->bytes);
 }
 
+/* The sending side's twin of reads-bypassed: application records sealed with no SSL_write*
+ * seen at all. libssl wrote them for itself: an SSL BIO (BIO_f_ssl, as `openssl s_server
+ * -WWW` serves) calls SSL_write inside libssl, past the PLT, or the caller's SSL_write binds
+ * past the hooks. Records and their crypto are measured; writes and connections are not. */
+static void writes_bypassed(struct summary *s, const struct trace *t)
+{
+    uint64_t n = t->recs_outside_reads; /* the encrypting model: outside writes */
+
+    if (n < 4 || t->st.reads)
+        return;
+    struct verdict *v = summary__verdict(
+        s, V_WRITES_BYPASSED, "blind",
+        "%s: records without writes: %llu application-data records were encrypted outside any "
+        "SSL_write tlsmeter saw, and it saw none (libssl wrote them itself: an SSL BIO, "
+        "BIO_f_ssl, as openssl s_server -WWW uses, calls SSL_write inside libssl; or the "
+        "caller's SSL_write binds past the hooks): write sizes, connections and their totals "
+        "are missing; crypto time per record is still measured",
+        t->file, (unsigned long long)n);
+    verdict__evidence(v, "records_outside_writes", (double)n);
+}
+
 void verdicts_reach(struct summary *s)
 {
     struct copy_fig f[REACH_MAX_FIGS];
 
-    if (s->out)
-        return; /* socket reads are the receiving side's: said once, with the decrypt figures */
+    if (s->out) { /* socket reads are the receiving side's: said once, with the decrypt figures */
+        for (size_t i = 0; i < s->m->ntraces; i++)
+            writes_bypassed(s, &s->m->traces[i]);
+        return;
+    }
     int n = reach__copies(s, f, REACH_MAX_FIGS);
     for (int k = 0; k < n; k++)
         if (f[k].sock && f[k].sock->calls)

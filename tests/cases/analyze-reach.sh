@@ -18,6 +18,8 @@
 #   no socket reads, its records' application plaintext covering the bytes node counted.
 # - the RTLD_DEEPBIND plugin (vendor-reach's "got" layout): the callers whose GOT slots were
 #   rewritten are listed under their copy, with the functions.
+# - openssl s_server -WWW traced (an SSL BIO: libssl calls SSL_write itself, past the PLT):
+#   the encrypt side's writes-bypassed verdict, its records carrying the bytes curl got.
 # Without the analyzer's copies (before this case) every check fails.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -202,6 +204,44 @@ print("ok %d rewritten callers" % len(got))
 PY
     fi
     tls_server_stop
+fi
+
+# An SSL BIO server: openssl s_server -WWW (traced, one connection) serves big.bin to curl;
+# its SSL_write calls stay inside libssl, so the encrypt side says writes-bypassed, with the
+# records that carry the bytes curl counted.
+port=$(tls_free_port)
+p=$d/www
+(cd "$TLS_WWW" && exec env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$p.%p.jsonl" openssl s_server \
+    -accept "127.0.0.1:$port" -cert "$TLS_CERT" -key "$TLS_KEY" -WWW -naccept 1 </dev/null) \
+    >"$p.log" 2>&1 &
+spid=$!
+TLS_PIDS+=("$spid")
+if tls_wait_log "$p.log" ACCEPT "$spid"; then
+    n=$(curl -sS --cacert "$TLS_CERT" -o /dev/null -w '%{size_download}' "https://127.0.0.1:$port/big.bin")
+    for _ in $(seq 100); do
+        kill -0 "$spid" 2>/dev/null || break
+        sleep 0.05
+    done
+    tls_stop_pid "$spid"
+    tlsm_jsonl "$p.%p.jsonl"
+    tls_traces "$p.*.jsonl"
+    "$A" --json "${TRACES[0]:-/nonexistent}" >"$p.json" 2>/dev/null
+    tls_check "analyze-reach: s_server -WWW (an SSL BIO): writes-bypassed on the encrypt side, its records carry the $n bytes curl got" \
+        "$TLSM_PY" - "$p.json" "${TRACES[0]:-/nonexistent}" "$n" "$BODY" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+ev = [json.loads(l) for l in open(sys.argv[2])]
+got, body = int(sys.argv[3]), int(sys.argv[4])
+assert got == body, "curl got %d, the file is %d" % (got, body)
+out = [e for e in ev if e["ev"] == "rec" and e.get("dir") == "out" and e["type"] == 23]
+assert not [e for e in ev if e["ev"] == "write"], "write events: the case no longer shows the bypass"
+assert sum(e["pt"] for e in out) >= got, (sum(e["pt"] for e in out), got)
+v = [v for v in rep["encrypt"]["verdicts"] if v["id"] == "writes-bypassed"]
+assert v and v[0]["evidence"]["records_outside_writes"] == len(out), (v, len(out))
+print("ok %d records outside writes" % len(out))
+PY
+else
+    fail "analyze-reach: traced s_server -WWW did not start: $(head -c 200 "$p.log")"
 fi
 
 # node: the copy in the executable, reached through its tables and patched entry points.
