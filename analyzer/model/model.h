@@ -98,6 +98,7 @@ struct reach_copy {
     int64_t lib;
     uint64_t calls, bytes, eof, errors, would_block;
     uint64_t sockets_more; /* sockets beyond REACH_MAX_SOCKETS (their bytes are in bytes) */
+    bool summed;           /* from a summary trace: no per-socket figures */
     int nsockets;
     struct {
         int64_t fd;
@@ -272,6 +273,8 @@ int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t 
 int model__sockread(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 int model__fwd(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 void model__reach_free(struct trace *t);
+/* A summary trace's per-copy socket reads (what "sockets"). */
+int model__summary_sockets(struct trace *t, json_t *o, char *err, size_t errlen);
 int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 /* A summary event (model_summary.c): totals and histograms added as their events would be. */
 int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);

@@ -77,6 +77,34 @@ int model__sockread(struct model *m, struct trace *t, json_t *o, char *err, size
     return 0;
 }
 
+/* A summary trace's "sockets" part (TLSMETER_EVENTS=summary): a copy's socket reads since
+ * the last snapshot, summed (no per-socket figures: nsockets stays 0). */
+int model__summary_sockets(struct trace *t, json_t *o, char *err, size_t errlen)
+{
+    static const char *const keys[] = {"reads", "bytes", "eof", "would_block", "errors"};
+    json_t *lib = json_object_get(o, "lib");
+    uint64_t v[5];
+
+    if (!json_is_integer(lib)) {
+        snprintf(err, errlen, "summary sockets without an integer \"lib\"");
+        return -1;
+    }
+    for (size_t k = 0; k < 5; k++) {
+        json_t *x = json_object_get(o, keys[k]);
+        v[k] =
+            json_is_integer(x) && json_integer_value(x) > 0 ? (uint64_t)json_integer_value(x) : 0;
+    }
+    struct reach *r = reach_of(t);
+    struct reach_copy *c = copy_of(r, json_integer_value(lib));
+    if (!c) {
+        r->copies_more += v[0];
+        return 0;
+    }
+    c->calls += v[0], c->bytes += v[1], c->eof += v[2], c->would_block += v[3], c->errors += v[4];
+    c->summed = true;
+    return 0;
+}
+
 static char *str_of(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);

@@ -168,6 +168,8 @@ int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_
         t->max_t = json_integer_value(at);
     if (what && !strcmp(what, "records"))
         return this_dir(m, o, false) ? records(m, t, o, err, errlen) : 0;
+    if (what && !strcmp(what, "sockets")) /* a copy's socket reads past the hooks */
+        return model__summary_sockets(t, o, err, errlen);
     if (what && (!strcmp(what, "process") || !strcmp(what, "process_out")))
         return this_dir(m, o, !strcmp(what, "process_out")) ? process(m, t, o, err, errlen) : 0;
     t->lines_unknown++; /* a part from a newer writer */

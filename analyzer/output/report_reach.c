@@ -38,11 +38,16 @@ static void copy_text(FILE *out, const struct copy_fig *f)
     if (!f->sock)
         return;
     const struct reach_copy *s = f->sock;
+    char on[48];
+    if (s->nsockets || !s->summed)
+        snprintf(on, sizeof(on), "on %d socket%s", s->nsockets, s->nsockets == 1 ? "" : "s");
+    else
+        snprintf(on, sizeof(on), "(summary trace: per copy)");
     fprintf(out,
-            "    sockets  %llu reads past the hooks on %d socket%s: %s (%llu at end of stream, "
-            "%llu would block, %llu failed); %s in no record seen\n",
-            U(s->calls), s->nsockets, s->nsockets == 1 ? "" : "s", fmt_bytes(&a, s->bytes),
-            U(s->eof), U(s->would_block), U(s->errors), fmt_bytes(&c, f->unseen));
+            "    sockets  %llu reads past the hooks %s: %s (%llu at end of stream, "
+            "%llu would block, %llu failed); %s in no record tlsmeter saw\n",
+            U(s->calls), on, fmt_bytes(&a, s->bytes), U(s->eof), U(s->would_block), U(s->errors),
+            fmt_bytes(&c, f->unseen));
     for (int i = 0; i < s->nsockets && i < 10; i++)
         fprintf(out, "      fd %lld: %llu reads, %s\n", (long long)s->sockets[i].fd,
                 U(s->sockets[i].calls), fmt_bytes(&a, s->sockets[i].bytes));
@@ -90,6 +95,7 @@ static json_t *sockets_json(const struct reach_copy *c)
     }
     json_object_set_new(o, "sockets", a);
     json_object_set_new(o, "sockets_more", json_integer((json_int_t)c->sockets_more));
+    json_object_set_new(o, "summed", json_boolean(c->summed)); /* summary trace: no sockets */
     return o;
 }
 

@@ -128,16 +128,20 @@ static void socket_verdicts(struct summary *s, const struct copy_fig *f)
     if (f->routed_recs)
         snprintf(routed, sizeof(routed), ", %llu of them rerouted to tlsmeter's backend",
                  (unsigned long long)f->routed_recs);
+    char on[64];
+    if (c->nsockets || !c->summed)
+        snprintf(on, sizeof(on), "on %d socket%s (sockread events)", c->nsockets,
+                 c->nsockets == 1 ? "" : "s");
+    else
+        snprintf(on, sizeof(on), "(a summary trace: sockets not counted)");
     struct verdict *v = summary__verdict(
         s, V_SOCKET_READS, "blind",
         "%s: the SSL_read of %s%s%s%s is past the hooks, so its reads are not in the read "
-        "figures: %s arrived through %llu socket reads on %d socket%s (sockread events), %s "
-        "of it in the %llu records tlsmeter saw it decrypt%s; the rest (%s) is what the "
-        "handshake sent in clear%s",
+        "figures: %s arrived through %llu socket reads %s, %s of it in the %llu records "
+        "tlsmeter saw it decrypt%s; the rest (%s) is what the handshake sent in clear%s",
         f->t->file, f->l->path ? f->l->path : "?", f->l->version ? " (" : "",
         f->l->version ? f->l->version : "", f->l->version ? ")" : "", fmt_bytes(&a, c->bytes),
-        (unsigned long long)c->calls, c->nsockets, c->nsockets == 1 ? "" : "s",
-        fmt_bytes(&b, seen < c->bytes ? seen : c->bytes),
+        (unsigned long long)c->calls, on, fmt_bytes(&b, seen < c->bytes ? seen : c->bytes),
         (unsigned long long)(f->recs + f->routed_recs), routed, fmt_bytes(&u, f->unseen),
         f->unseen > REACH_UNSEEN_MIN ? " and records tlsmeter did not see (bytes-unseen)" : "");
     verdict__evidence(v, "socket_bytes", (double)c->bytes);

@@ -9,6 +9,7 @@
 #include "trace/thread.h"
 #include "trace/trace.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,6 +101,18 @@ static const char *const hist_keys[H_N] = {K("rec_len_log2"), K("read_got_log2")
 /* [0]: decryption (reads, dir in records), [1]: encryption (writes, dir out records). */
 static _Atomic uint64_t reads[2][D_N], hists[2][H_N][LOG2_N];
 static uint64_t last_reads[2][D_N], last_hists[2][H_N][LOG2_N], last_lost;
+
+/* Per copy: its socket reads past the hooks (hooks/hook_sock.c, sockread events in event
+ * mode): calls, bytes, end of stream, would block, failed. */
+enum { K_CALLS, K_BYTES, K_EOF, K_AGAIN, K_ERRORS, K_N };
+static const char *const sock_keys[K_N] = {K("reads"), K("bytes"), K("eof"), K("would_block"),
+                                           K("errors")};
+static struct {
+    _Atomic int64_t lib; /* 0: free */
+    _Atomic uint64_t v[K_N];
+    uint64_t last[K_N];
+} socks[MAX_BUCKETS];
+static _Atomic uint64_t lost_sock;
 
 static _Atomic int writing;
 static _Atomic uint64_t next_due;
@@ -215,6 +228,26 @@ void tlsm_summary_read(bool out, bool peek, int64_t want, int64_t got, int err, 
     add(&d[D_WANT], want > 0 ? (uint64_t)want : 0);
     add(&d[D_WANT_BIG], want > 16384);
     add(&d[D_NS], ns);
+    maybe_flush();
+}
+
+void tlsm_summary_sockread(int64_t lib, int64_t got, int err)
+{
+    int i = 0;
+    for (int64_t none = 0; i < MAX_BUCKETS; i++, none = 0)
+        if (atomic_load(&socks[i].lib) == lib ||
+            atomic_compare_exchange_strong(&socks[i].lib, &none, lib) || none == lib)
+            break;
+    if (i == MAX_BUCKETS) {
+        add(&lost_sock, 1);
+        return;
+    }
+    add(&socks[i].v[K_CALLS], 1);
+    add(&socks[i].v[got > 0         ? K_BYTES
+                    : got == 0      ? K_EOF
+                    : err == EAGAIN ? K_AGAIN
+                                    : K_ERRORS],
+        got > 0 ? (uint64_t)got : 1);
     maybe_flush();
 }
 
@@ -348,6 +381,30 @@ static void flush_process(bool out, bool final)
     line_out(&j, line);
 }
 
+/* Each copy's socket reads since the last snapshot: one "sockets" part per copy that read. */
+static void flush_sockets(bool final)
+{
+    char line[512];
+    for (int i = 0; i < MAX_BUCKETS && atomic_load(&socks[i].lib); i++) {
+        uint64_t d[K_N];
+        bool any = false;
+        for (int k = 0; k < K_N; k++) {
+            uint64_t c = atomic_load_explicit(&socks[i].v[k], memory_order_relaxed);
+            d[k] = c - socks[i].last[k];
+            socks[i].last[k] = c;
+            any |= d[k] != 0;
+        }
+        if (!any)
+            continue;
+        struct tlsm_json j;
+        head(&j, line, sizeof(line), "sockets", final);
+        tlsm_json_int(&j, "lib", atomic_load(&socks[i].lib));
+        for (int k = 0; k < K_N; k++)
+            tlsm_json_int_k(&j, sock_keys[k], strlen(sock_keys[k]), (int64_t)d[k]);
+        line_out(&j, line);
+    }
+}
+
 void tlsm_summary_flush(bool always)
 {
     if (!tlsm_summary_on())
@@ -374,6 +431,7 @@ void tlsm_summary_flush(bool always)
                     flush_class(&buckets[i], c, always);
             flush_process(false, always);
             flush_process(true, always);
+            flush_sockets(always);
             seq++;
             tlsm_th.guard--;
         }
@@ -400,6 +458,9 @@ void tlsm_summary_atfork_child(void)
                 last_hists[o][h][k] = atomic_load(&hists[o][h][k]);
     }
     last_lost = atomic_load(&lost_recs);
+    for (int i = 0; i < MAX_BUCKETS; i++)
+        for (int k = 0; k < K_N; k++)
+            socks[i].last[k] = atomic_load(&socks[i].v[k]);
     seq = 0;
     atomic_store(&writing, 0);
 }

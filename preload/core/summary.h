@@ -35,6 +35,9 @@ void tlsm_summary_rec(const struct tlsm_sum_rec *r);
  * -1 when not asked). */
 void tlsm_summary_read(bool out, bool peek, int64_t want, int64_t got, int err, uint64_t ns,
                        uint32_t recs);
+/* One socket read of a copy whose SSL_read is unreachable (what a sockread event says; err:
+ * errno when got is -1): summed per copy, written as a "sockets" part. */
+void tlsm_summary_sockread(int64_t lib, int64_t got, int err);
 /* Write what changed since the last snapshot: when the interval is due (now, in ticks), or
  * always (at exit, before the end line). */
 void tlsm_summary_flush(bool always);

@@ -11,6 +11,8 @@
 #   rest exactly the relay's records in clear; its plaintext is the body vclient counted plus
 #   less than 4 KiB (HTTP head, handshake messages, tickets); a socket-reads verdict naming the
 #   copy, no bytes-unseen; the text report's section names the copy and "table+plt".
+# - the same in summary mode (TLSMETER_EVENTS=summary): no sockread line per read, the copy's
+#   socket reads summed per snapshot, the same equalities.
 # - the same trace with every second application-data record removed (records tlsmeter did
 #   not see): bytes-unseen, its unseen_bytes exactly the removed records' wire bytes plus the
 #   clear ones.
@@ -164,6 +166,25 @@ assert abs(v[0]["evidence"]["unseen_bytes"] - gone - clear) <= (gone + clear) * 
 print("ok unseen %d = %d removed + %d clear" % (c["unseen_bytes"], gone, clear))
 PY
         fi
+    fi
+    # Summary mode: no sockread line per read, the copy's socket reads summed (what "sockets").
+    if vendor "summary$proto" TLSMETER_EVENTS=summary; then
+        "$A" --json "$TRACE" >"$TRACE.json" 2>/dev/null
+        tls_check "analyze-reach vendor TLS $proto summary mode: no sockread lines, socket bytes = the relay's, records = its encrypted ones" \
+            "$TLSM_PY" - "$TRACE" "$TRACE.json" $(relayed) <<'PY'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+rep = json.load(open(sys.argv[2]))
+r_bytes, r_recs, r_enc, r_enc_bytes = (int(x) for x in sys.argv[3:7])
+assert not [e for e in ev if e["ev"] in ("sockread", "rec", "read")], "per-event lines in a summary trace"
+assert [e for e in ev if e["ev"] == "summary" and e["what"] == "sockets"], "no sockets part"
+c = [x for x in rep["copies"] if x["path"].endswith("stripall/libvendor.so")][0]
+s = c["socket_reads"]
+assert s and s["bytes"] == r_bytes and s["summed"], (s, r_bytes)
+assert c["records"] == r_enc and c["record_wire_bytes"] == r_enc_bytes, (c["records"], c["record_wire_bytes"], r_enc, r_enc_bytes)
+assert "socket-reads" in [v["id"] for v in rep["verdicts"]]
+print("ok %d socket bytes, %d records" % (s["bytes"], c["records"]))
+PY
     fi
     if tls_mode_ok hw; then
         if vendor "hw$proto" TLSMETER_CRYPTO=hw; then
