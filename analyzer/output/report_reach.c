@@ -60,7 +60,7 @@ void report_reach(FILE *out, const struct summary *s)
 
     if (s->out || !reach__any(s))
         return; /* every copy bound by the linker: nothing to add to the instances above */
-    int n = reach__copies(s, f, REACH_MAX_FIGS);
+    int more, n = reach__copies(s, f, REACH_MAX_FIGS, &more);
     fprintf(out, "copies and reach (how tlsmeter reached each OpenSSL copy)\n");
     for (int k = 0; k < n; k++) {
         if (s->m->ntraces > 1 && f[k].t != last)
@@ -70,6 +70,8 @@ void report_reach(FILE *out, const struct summary *s)
         if (k + 1 == n || f[k + 1].t != f[k].t)
             callers_text(out, f[k].t);
     }
+    if (more)
+        fprintf(out, "  (%d more copies in the input, not listed)\n", more);
 }
 
 static json_t *jstr(const char *v)
@@ -116,12 +118,12 @@ static json_t *callers_json(const struct trace *t, int64_t lib)
     return a;
 }
 
-json_t *report_reach_json(const struct summary *s)
+json_t *report_reach_json(const struct summary *s, int *more)
 {
     struct copy_fig f[REACH_MAX_FIGS];
     json_t *a = json_array();
     char words[320];
-    int n = reach__copies(s, f, REACH_MAX_FIGS);
+    int n = reach__copies(s, f, REACH_MAX_FIGS, more);
 
     for (int k = 0; k < n; k++) {
         json_t *o = json_object();

@@ -82,18 +82,22 @@ static void records_of(const struct summary *s, struct copy_fig *f, int n)
     }
 }
 
-int reach__copies(const struct summary *s, struct copy_fig *out, int max)
+int reach__copies(const struct summary *s, struct copy_fig *out, int max, int *more)
 {
     const struct model *m = s->m;
-    int n = 0;
+    int n = 0, over = 0;
 
     for (size_t i = 0; i < m->ntraces; i++) {
         const struct trace *t = &m->traces[i];
-        for (int k = 0; k < t->nlibs && n < max; k++)
-            if (is_app(&t->libs[k]))
+        for (int k = 0; k < t->nlibs; k++)
+            if (is_app(&t->libs[k]) && n == max)
+                over++;
+            else if (is_app(&t->libs[k]))
                 out[n++] =
                     (struct copy_fig){.t = t, .l = &t->libs[k], .sock = sock_of(t, t->libs[k].id)};
     }
+    if (more)
+        *more = over;
     records_of(s, out, n);
     for (int k = 0; k < n; k++) {
         uint64_t seen = out[k].wire + out[k].routed_wire;
@@ -191,7 +195,7 @@ void verdicts_reach(struct summary *s)
             writes_bypassed(s, &s->m->traces[i]);
         return;
     }
-    int n = reach__copies(s, f, REACH_MAX_FIGS);
+    int n = reach__copies(s, f, REACH_MAX_FIGS, NULL); /* a fleet's first 64, as listed */
     for (int k = 0; k < n; k++)
         if (f[k].sock && f[k].sock->calls)
             socket_verdicts(s, &f[k]);

@@ -22,8 +22,9 @@ struct copy_fig {
     uint64_t unseen;                   /* socket bytes no record covers (0 without socket reads) */
 };
 
-/* The app copies of every trace of s (backends left out); returns how many. */
-int reach__copies(const struct summary *s, struct copy_fig *out, int max);
+/* The app copies of every trace of s (backends left out), the first max of them; returns
+ * how many it filled in, *more (if not NULL) those beyond max (a large fleet). */
+int reach__copies(const struct summary *s, struct copy_fig *out, int max, int *more);
 /* Whether the text report has anything to say about reach (a copy reached past the linker's
  * binding, socket reads, rewritten callers). */
 bool reach__any(const struct summary *s);
