@@ -84,11 +84,12 @@ copy_check() {
     "$A" --json "$2" >"$2.json" 2>"$2.json.err"
     "$A" "$2" >"$2.txt" 2>/dev/null
     tls_check "analyze-reach $1: socket bytes, records and wire bytes = the relay's ($3), plaintext = vclient's body + < 4 KiB" \
-        "$TLSM_PY" - "$2.json" "$2.txt" "$BODY" $3 <<'PY'
+        "$TLSM_PY" - "$2.json" "$2.txt" "$BODY" "$3" <<'PY'
 import json, sys
 rep = json.load(open(sys.argv[1]))
 txt = open(sys.argv[2]).read()
-body, r_bytes, r_recs, r_enc, r_enc_bytes = (int(x) for x in sys.argv[3:8])
+body = int(sys.argv[3])
+r_bytes, r_recs, r_enc, r_enc_bytes = (int(x) for x in sys.argv[4].split())
 c = [x for x in rep["copies"] if x["path"].endswith("stripall/libvendor.so")]
 assert len(c) == 1, "copies %r" % [(x["path"], x["reach"]) for x in rep["copies"]]
 c = c[0]
@@ -171,11 +172,11 @@ PY
     if vendor "summary$proto" TLSMETER_EVENTS=summary; then
         "$A" --json "$TRACE" >"$TRACE.json" 2>/dev/null
         tls_check "analyze-reach vendor TLS $proto summary mode: no sockread lines, socket bytes = the relay's, records = its encrypted ones" \
-            "$TLSM_PY" - "$TRACE" "$TRACE.json" $(relayed) <<'PY'
+            "$TLSM_PY" - "$TRACE" "$TRACE.json" "$(relayed)" <<'PY'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
 rep = json.load(open(sys.argv[2]))
-r_bytes, r_recs, r_enc, r_enc_bytes = (int(x) for x in sys.argv[3:7])
+r_bytes, r_recs, r_enc, r_enc_bytes = (int(x) for x in sys.argv[3].split())
 assert not [e for e in ev if e["ev"] in ("sockread", "rec", "read")], "per-event lines in a summary trace"
 assert [e for e in ev if e["ev"] == "summary" and e["what"] == "sockets"], "no sockets part"
 c = [x for x in rep["copies"] if x["path"].endswith("stripall/libvendor.so")][0]
