@@ -57,12 +57,13 @@ static uint64_t slot_of(uint64_t v)
     return (v * 0x9e3779b97f4a7c15ULL) >> 51; /* 13 bits: 2 * HIST_EXACT_MAX slots */
 }
 
-static void exact_add(struct hist *h, uint64_t v, uint64_t count)
+/* Adds count to v's exact slot; returns the slot, or -1 when the exact counts are gone. */
+static long exact_add(struct hist *h, uint64_t v, uint64_t count)
 {
     uint64_t i;
 
     if (h->overflow)
-        return;
+        return -1;
     if (!h->exact)
         h->exact = xcalloc(2 * HIST_EXACT_MAX, sizeof(*h->exact));
     for (i = slot_of(v);; i = (i + 1) & (2 * HIST_EXACT_MAX - 1)) {
@@ -70,7 +71,7 @@ static void exact_add(struct hist *h, uint64_t v, uint64_t count)
 
         if (s->count && s->val == v) {
             s->count += count;
-            return;
+            return (long)i;
         }
         if (!s->count)
             break;
@@ -80,21 +81,36 @@ static void exact_add(struct hist *h, uint64_t v, uint64_t count)
         h->overflow = true;
         free(h->exact);
         h->exact = NULL;
-        return;
+        return -1;
     }
     h->exact[i].val = v;
     h->exact[i].count = count;
     h->nexact++;
+    return (long)i;
 }
 
 void hist__add(struct hist *h, uint64_t v, uint64_t count)
 {
     if (!count)
         return;
+    if (h->last_ok && v == h->last_v) { /* seen before: min and max hold it already */
+        h->n += count;
+        h->sum += v * count;
+        h->log2[h->last_log2] += count;
+        h->ll[h->last_ll] += count;
+        if (!h->overflow) /* exact slots never move; they are dropped whole on overflow */
+            h->exact[h->last_slot].count += count;
+        return;
+    }
     SUMMARY_MERGE(h, ll, HIST_LL_N, count, v * count, v, v);
-    h->log2[hist__log2_idx(v)] += count;
-    h->ll[ll_idx(v)] += count;
-    exact_add(h, v, count);
+    h->last_log2 = (uint32_t)hist__log2_idx(v);
+    h->last_ll = (uint32_t)ll_idx(v);
+    h->log2[h->last_log2] += count;
+    h->ll[h->last_ll] += count;
+    long slot = exact_add(h, v, count);
+    h->last_v = v;
+    h->last_slot = slot < 0 ? 0 : (uint32_t)slot;
+    h->last_ok = true;
 }
 
 void hist__merge(struct hist *dst, const struct hist *src)
@@ -184,6 +200,7 @@ void hist__free(struct hist *h)
     free(h->exact);
     h->ll = NULL;
     h->exact = NULL;
+    h->last_ok = false;
 }
 
 static int rbin(double v)

@@ -24,6 +24,11 @@ struct hist {
     struct hist_exact *exact;   /* open addressing, HIST_EXACT_MAX * 2 slots */
     uint32_t nexact;
     bool overflow;
+    /* The last value added and where it went (valid when last_ok): traces repeat a handful of
+     * sizes, so most adds are one compare and three increments (hist.c). */
+    bool last_ok;
+    uint64_t last_v;
+    uint32_t last_log2, last_ll, last_slot;
 };
 
 void hist__add(struct hist *h, uint64_t v, uint64_t count);

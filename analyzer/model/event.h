@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* EV_OTHER (a kind this reader does not know: from a newer writer), then the schema's kinds
  * (common/schema.def) in its order: EV_HEADER, EV_LIB, ... */
@@ -113,14 +114,12 @@ static inline bool event__has(const struct event *e, enum ev_int f)
     return e->have_i & (1u << f);
 }
 
+/* With a literal, the length folds and the compare is a load or two (hot path). */
 static inline bool strv_eq(struct strv s, const char *lit)
 {
-    size_t i;
+    size_t n = __builtin_strlen(lit);
 
-    for (i = 0; i < s.n; i++)
-        if (lit[i] != s.p[i] || !lit[i])
-            return false;
-    return lit[i] == '\0';
+    return s.n == n && (!n || !memcmp(s.p, lit, n));
 }
 
 /* A rec of direction out (encrypted); absent or "in": decrypted (older traces). */

@@ -38,6 +38,8 @@ void stacks__free(struct stacks *s)
 
 struct strace *stacks__trace(struct stacks *s, uint32_t ti)
 {
+    if (ti < s->ntraces)
+        return &s->traces[ti]; /* every rec asks: the common case first */
     grow_array((void **)&s->traces, &s->cap_traces, ti, sizeof(*s->traces));
     if (ti >= s->ntraces)
         s->ntraces = ti + 1;
