@@ -30,12 +30,38 @@ struct cdec {
     struct strent strs[256];
 };
 
+/* Little-endian loads: one unaligned load each (the fields are packed), swapped on a
+ * big-endian host. */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LE16(v) __builtin_bswap16(v)
+#define LE32(v) __builtin_bswap32(v)
+#define LE64(v) __builtin_bswap64(v)
+#else
+#define LE16(v) (v)
+#define LE32(v) (v)
+#define LE64(v) (v)
+#endif
+
 static inline __attribute__((always_inline)) uint64_t le(const unsigned char *p, unsigned w)
 {
-    uint64_t v = 0;
+    uint16_t v16;
+    uint32_t v32;
+    uint64_t v64;
+
+    switch (w) {
+    case 1:
+        return p[0];
+    case 2:
+        return memcpy(&v16, p, 2), LE16(v16);
+    case 4:
+        return memcpy(&v32, p, 4), LE32(v32);
+    case 8:
+        return memcpy(&v64, p, 8), LE64(v64);
+    }
+    v64 = 0; /* 3 bytes (no field has this width) */
     for (unsigned i = 0; i < w; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
+        v64 |= (uint64_t)p[i] << (8 * i);
+    return v64;
 }
 
 static inline __attribute__((always_inline)) int64_t sle(const unsigned char *p, unsigned w)
@@ -103,10 +129,31 @@ struct kind {
     const struct field *af[32]; /* the analyzer's field for each, NULL when it has none */
     uint8_t off[32];            /* each field's offset in the body */
     enum ev_kind ev;
+    /* For the fast path (direct() below), from af: fields the event takes (the analyzer
+     * has the key with the record's type), fields whose type it does not expect (the
+     * record then goes the checked way), and each taken field's slot in the event. */
+    uint32_t take, reject;
+    uint8_t slot[32];
 };
 #define KIND_ROW(type, name, LIST, flagw)                                                          \
     [type] = {#name, lf_##name, N_##name, flagw, BODY_##name, {0}},
 static struct kind kinds[4] = {TLSM_B2_KINDS(KIND_ROW)};
+
+/* Whether the fast path takes field i of k into the event, or sends the record the
+ * checked way (a type the analyzer does not expect), or leaves it (a key it does not use). */
+static void plan_field(struct kind *k, unsigned i)
+{
+    const struct field *af = k->af[i];
+    enum enc en = k->f[i].enc;
+    enum field_type want = en == E_S ? FT_STR : en == E_B ? FT_BOOL : FT_INT;
+
+    if (!af)
+        return;
+    if (af->type != want || (en == E_S && af->slot == S_EV))
+        k->reject |= 1u << i;
+    else
+        k->take |= 1u << i, k->slot[i] = (uint8_t)af->slot;
+}
 
 static void kinds_init(void)
 {
@@ -121,8 +168,10 @@ static void kinds_init(void)
     for (unsigned k = 1; k < 4; k++) {
         unsigned o = 0;
         kinds[k].ev = ev_kind__parse(kinds[k].name, strlen(kinds[k].name));
-        for (unsigned i = 0; i < kinds[k].n; i++)
+        for (unsigned i = 0; i < kinds[k].n; i++) {
             kinds[k].off[i] = (uint8_t)o, o += size[kinds[k].f[i].enc];
+            plan_field(&kinds[k], i);
+        }
     }
     done = true;
 }
@@ -238,26 +287,16 @@ static void as_line(struct cdec *c, const struct kind *k, const struct fval *f, 
         free(o);
 }
 
-/* The analysis path's fast way: the present fields straight from the body into the event,
- * through the analyzer's own field table, in code generated per kind (no branch on the
- * encoding per field). -1 for anything unusual (a string id not defined, a type the analyzer
- * does not expect, a kind it does not know, a tail its scanner declines): the record then
- * takes the checked way below. */
-static inline __attribute__((always_inline)) int set_i(struct event *e, const struct field *af,
-                                                       int64_t v)
-{
-    if (!af)
-        return 0;
-    if (af->type != FT_INT)
-        return -1;
-    e->i[af->slot] = v;
-    e->have_i |= 1u << af->slot;
-    return 0;
-}
-
-#define DIR_INT(i, v)                                                                              \
-    if ((fl >> (i)&1) && set_i(e, k->af[i], (v)))                                                  \
-        return -1;
+/* The analysis path's fast way: the fields the event takes straight from the body into
+ * their slots (kinds_init worked out which and where), in code generated per kind (no branch
+ * on the encoding per field). -1 for anything unusual (a string id not defined, a type the
+ * analyzer does not expect, a kind it does not know, a tail its scanner declines): the
+ * record then takes the checked way below. */
+#define DIR_INT(f_, v)                                                                             \
+    if (fl >> (f_)&1) {                                                                            \
+        e->i[k->slot[f_]] = (v);                                                                   \
+        e->have_i |= 1u << k->slot[f_];                                                            \
+    }
 #define DIR_T(key, i)   DIR_INT(i, t)
 #define DIR_TID(key, i) DIR_INT(i, (int64_t)c->tid)
 #define DIR_U8(key, i)  DIR_INT(i, (int64_t)q[0]) q += 1;
@@ -267,22 +306,19 @@ static inline __attribute__((always_inline)) int set_i(struct event *e, const st
 #define DIR_I16(key, i) DIR_INT(i, sle(q, 2)) q += 2;
 #define DIR_I32(key, i) DIR_INT(i, sle(q, 4)) q += 4;
 #define DIR_B(key, i)                                                                              \
-    if ((fl >> (i)&1) && k->af[i]) {                                                               \
-        if (k->af[i]->type != FT_BOOL)                                                             \
-            return -1;                                                                             \
+    if (fl >> (i)&1)                                                                               \
         e->have_tag_ok = true, e->tag_ok = q[0] != 0;                                              \
-    }                                                                                              \
     q += 1;
 #define DIR_S(key, i)                                                                              \
-    if ((fl >> (i)&1) && k->af[i]) {                                                               \
-        const struct field *af_ = k->af[i];                                                        \
-        if (af_->type != FT_STR || af_->slot == S_EV || !c->strs[q[0]].p)                          \
+    if (fl >> (i)&1) {                                                                             \
+        if (!c->strs[q[0]].p)                                                                      \
             return -1;                                                                             \
-        e->s[af_->slot].p = c->strs[q[0]].p, e->s[af_->slot].n = c->strs[q[0]].n;                  \
-        e->have_s |= 1u << af_->slot;                                                              \
+        e->s[k->slot[i]].p = c->strs[q[0]].p, e->s[k->slot[i]].n = c->strs[q[0]].n;                \
+        e->have_s |= 1u << k->slot[i];                                                             \
     }                                                                                              \
     q += 1;
 #define DIR_FIELD(key, enc) DIR_##enc(key, idx) idx++;
+/* fl: the present fields the event takes (k->take). */
 #define DIRECT(type, name, LIST, flagw)                                                            \
     static int direct_##name(struct cdec *c, const struct kind *k, const unsigned char *q,         \
                              uint32_t fl, int64_t t, struct event *e)                              \
@@ -300,12 +336,12 @@ static int direct(struct cdec *c, const struct kind *k, const unsigned char *q, 
     int rc = -1;
     event__clear(e);
     e->kind = k->ev;
-    if (e->kind == EV_OTHER)
+    if (e->kind == EV_OTHER || (fl & k->reject))
         return -1;
     switch (k - kinds) {
 #define CASE(type, name, LIST, flagw)                                                              \
     case type:                                                                                     \
-        rc = direct_##name(c, k, q, fl, t, e);                                                     \
+        rc = direct_##name(c, k, q, fl & k->take, t, e);                                           \
         break;
         TLSM_B2_KINDS(CASE)
 #undef CASE
