@@ -334,10 +334,16 @@ static int direct(struct cdec *c, const struct kind *k, const unsigned char *q, 
                   int64_t t, const char *tail, size_t tn, struct event *e)
 {
     int rc = -1;
-    event__clear(e);
-    e->kind = k->ev;
-    if (e->kind == EV_OTHER || (fl & k->reject))
+    uint32_t old_i = e->have_i, old_s = e->have_s;
+    if (k->ev == EV_OTHER || (fl & k->reject)) {
+        event__clear(e);
         return -1;
+    }
+    /* The event is cleared after the record is in: only the slots the last event set and
+     * this one did not (every slot outside the have bits is 0, as event__clear leaves it). */
+    e->kind = k->ev;
+    e->have_i = e->have_s = 0;
+    e->have_tag_ok = e->tag_ok = false;
     switch (k - kinds) {
 #define CASE(type, name, LIST, flagw)                                                              \
     case type:                                                                                     \
@@ -346,6 +352,7 @@ static int direct(struct cdec *c, const struct kind *k, const unsigned char *q, 
         TLSM_B2_KINDS(CASE)
 #undef CASE
     }
+    event__zero(e, old_i & ~e->have_i, old_s & ~e->have_s);
     return rc || (tn && scan__tail(tail, tn, e)) ? -1 : 0;
 }
 

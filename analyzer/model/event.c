@@ -128,9 +128,10 @@ void event__reset(struct event *e)
 
 void event__clear(struct event *e)
 {
-    /* A hot event holds most of the slots: clearing all (a few vector stores) is cheaper
-     * than walking the bits of the ones set. */
-    event__reset(e);
+    event__zero(e, e->have_i, e->have_s);
+    e->kind = EV_OTHER;
+    e->have_i = e->have_s = 0;
+    e->have_tag_ok = e->tag_ok = false;
 }
 
 static const char *type_name(enum field_type t)

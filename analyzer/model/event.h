@@ -97,6 +97,16 @@ void event__reset(struct event *e);
 /* The same for an event that was reset once before: only the fields it holds are cleared
  * (the fast paths' per-line reset). */
 void event__clear(struct event *e);
+/* Zeroes the int slots of bit mask mi and the string slots of ms (not the have bits): the
+ * fast paths clear only what an earlier event set (a memset of every slot compiles to a
+ * slow string store here). */
+static inline void event__zero(struct event *e, uint32_t mi, uint32_t ms)
+{
+    for (mi &= (1u << I_N) - 1; mi; mi &= mi - 1)
+        e->i[__builtin_ctz(mi)] = 0;
+    for (ms &= (1u << S_N) - 1; ms; ms &= ms - 1)
+        e->s[__builtin_ctz(ms)] = (struct strv){NULL, 0};
+}
 /* Typed setters; they fail (returning -1 and a reason in err) when the key is known and
  * the JSON type is not the one the trace format gives it. */
 int event__set_int(struct event *e, const struct field *f, int64_t v, char *err, size_t errlen);

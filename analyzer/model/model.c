@@ -86,7 +86,7 @@ int model__intern(struct model *m, const char *p, size_t n)
 
     if (!n)
         return 0;
-    hint = &m->name_hint[(n + (unsigned char)p[0] + (unsigned char)p[n - 1] * 3u) & 7];
+    hint = &m->name_hint[(n * 31u + (unsigned char)p[0] * 7u + (unsigned char)p[n - 1]) & 15];
     if (*hint && name_is(m, *hint, p, n))
         return *hint;
     for (i = 1; i < m->nnames; i++)

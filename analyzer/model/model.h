@@ -204,7 +204,7 @@ struct model {
     char *names[MAX_NAMES];     /* interned strings: ciphers, paths, suites, ... */
     size_t name_len[MAX_NAMES]; /* strlen of each */
     int nnames;
-    int name_hint[8]; /* recent model__intern results, by length and end bytes (model.c) */
+    int name_hint[16]; /* recent model__intern results, by length and end bytes (model.c) */
     struct hist read_got, read_want, rec_len, recs_per_read;
     struct stats st;
     struct stacks stacks; /* call stacks and the crypto weight per stack */

@@ -132,14 +132,15 @@ static int process(struct model *m, struct trace *t, json_t *o, char *err, size_
                       .recs_in_reads = u(o, "recs_in_reads")};
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
-    if (pairs(json_object_get(o, "rec_len_log2"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err, errlen) ||
+    if (pairs(json_object_get(o, "rec_len_log2"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err,
+              errlen) ||
         pairs(json_object_get(o, "read_got_log2"), HIST_LOG2_N - 1, add_log2, &m->read_got, err,
               errlen) ||
         pairs(json_object_get(o, "read_want_log2"), HIST_LOG2_N - 1, add_log2, &m->read_want, err,
               errlen))
         return -1;
-    return pairs(json_object_get(o, "recs_per_read_log2"), HIST_LOG2_N - 1, add_log2, &m->recs_per_read,
-                 err, errlen);
+    return pairs(json_object_get(o, "recs_per_read_log2"), HIST_LOG2_N - 1, add_log2,
+                 &m->recs_per_read, err, errlen);
 }
 
 int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen)
