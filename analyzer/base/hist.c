@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Both kinds keep n, sum, min and max alike (integer or real) and allocate their nb buckets
  * (member b) on first use: one merge of cnt > 0 samples with that sum, min lo and max hi
@@ -89,19 +90,10 @@ static long exact_add(struct hist *h, uint64_t v, uint64_t count)
     return (long)i;
 }
 
-void hist__add(struct hist *h, uint64_t v, uint64_t count)
+void hist__add_slow(struct hist *h, uint64_t v, uint64_t count)
 {
     if (!count)
         return;
-    if (h->last_ok && v == h->last_v) { /* seen before: min and max hold it already */
-        h->n += count;
-        h->sum += v * count;
-        h->log2[h->last_log2] += count;
-        h->ll[h->last_ll] += count;
-        if (!h->overflow) /* exact slots never move; they are dropped whole on overflow */
-            h->exact[h->last_slot].count += count;
-        return;
-    }
     SUMMARY_MERGE(h, ll, HIST_LL_N, count, v * count, v, v);
     h->last_log2 = (uint32_t)hist__log2_idx(v);
     h->last_ll = (uint32_t)ll_idx(v);
@@ -203,14 +195,79 @@ void hist__free(struct hist *h)
     h->last_ok = false;
 }
 
+/* The bin of x = v / RHIST_LO (x >= 1), by its definition: one log2 per call. */
+static int rbin_of_x(double x)
+{
+    double k = log2(x) * RHIST_PER_OCTAVE;
+
+    return k >= RHIST_N - 1 ? RHIST_N - 1 : (int)k;
+}
+
+/* Every record adds one ratio, and log2 was a tenth of the format-2 reading time: bins are
+ * looked up by cell instead, a cell being x's exponent and the top RB_CELL_BITS bits of its
+ * mantissa (a 256th of an octave, narrower than a bin, so a cell holds at most one bin
+ * boundary). Each cell learns, the first time a value falls in it, its bins and the exact
+ * boundary between them, found with rbin_of_x itself (a bisection over the doubles of the
+ * cell): the bin is rbin_of_x's for every double, only without the log2. */
+#define RB_CELL_BITS 8
+#define RB_EXPS      24 /* x < 2^24: bins up to RHIST_N - 1 */
+struct rb_cell {
+    double boundary; /* the smallest x of the cell in bin hi */
+    uint16_t lo, hi;
+    bool known, slow; /* slow: more than two bins (never for these sizes): rbin_of_x */
+};
+static struct rb_cell rb_cells[RB_EXPS << RB_CELL_BITS];
+
+static double bits_double(uint64_t b)
+{
+    double d;
+
+    memcpy(&d, &b, sizeof(d));
+    return d;
+}
+
+static void rb_learn(struct rb_cell *c, uint64_t first, uint64_t last)
+{
+    int lo = rbin_of_x(bits_double(first)), hi = rbin_of_x(bits_double(last));
+
+    c->lo = (uint16_t)lo, c->hi = (uint16_t)hi, c->known = true;
+    c->slow = hi > lo + 1;
+    if (hi == lo || c->slow)
+        return;
+    while (first < last) { /* positive doubles order as their bits: find the first in hi */
+        uint64_t mid = first + (last - first) / 2;
+
+        if (rbin_of_x(bits_double(mid)) >= hi)
+            last = mid;
+        else
+            first = mid + 1;
+    }
+    c->boundary = bits_double(first);
+}
+
 static int rbin(double v)
 {
-    double k;
+    double x;
+    uint64_t b, e, cell;
+    struct rb_cell *c;
 
     if (!(v > RHIST_LO)) /* also NaN */
         return 0;
-    k = log2(v / RHIST_LO) * RHIST_PER_OCTAVE;
-    return k >= RHIST_N - 1 ? RHIST_N - 1 : (int)k;
+    x = v / RHIST_LO;
+    memcpy(&b, &x, sizeof(b));
+    e = (b >> 52) - 1023; /* x >= 1: a positive exponent */
+    if (e >= RB_EXPS)
+        return rbin_of_x(x);
+    cell = e << RB_CELL_BITS | (b >> (52 - RB_CELL_BITS) & ((1u << RB_CELL_BITS) - 1));
+    c = &rb_cells[cell];
+    if (!c->known) {
+        uint64_t first = b & ~((1ull << (52 - RB_CELL_BITS)) - 1);
+
+        rb_learn(c, first, first + (1ull << (52 - RB_CELL_BITS)) - 1);
+    }
+    if (c->slow)
+        return rbin_of_x(x);
+    return c->lo == c->hi || x < c->boundary ? c->lo : c->hi;
 }
 
 static void rbin_add(struct rhist *h, int i, uint64_t count)
