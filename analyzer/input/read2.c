@@ -248,36 +248,6 @@ static size_t render(const struct kind *k, const struct fval *f, const char *tai
     return w;
 }
 
-/* The record as an event for the model, through the analyzer's own field table (what
- * event__set_* do, inline: this runs for nearly every event). A field whose type the
- * analyzer does not expect sends the record to the line reader, which reports it. */
-static int fill(const struct kind *k, const struct fval *f, struct event *e)
-{
-    event__clear(e);
-    e->kind = k->ev;
-    for (unsigned i = 0; i < k->n; i++) {
-        const struct field *af = k->af[i];
-        if (!f[i].has || !af)
-            continue;
-        enum enc en = k->f[i].enc;
-        if (af->type != (en == E_S   ? FT_STR
-                         : en == E_B ? FT_BOOL
-                                     : FT_INT) ||
-            (en == E_S && af->slot == S_EV))
-            return -1;
-        if (en == E_S) {
-            e->s[af->slot].p = f[i].p, e->s[af->slot].n = f[i].n;
-            e->have_s |= 1u << af->slot;
-        } else if (en == E_B) {
-            e->have_tag_ok = true, e->tag_ok = f[i].v != 0;
-        } else {
-            e->i[af->slot] = f[i].v;
-            e->have_i |= 1u << af->slot;
-        }
-    }
-    return 0;
-}
-
 /* A record the fast path cannot take (an unknown kind for this analyzer, a tail it does not
  * scan, a type it rejects) goes through the line reader as text: its checks, its errors. */
 static void as_line(struct cdec *c, const struct kind *k, const struct fval *f, const char *tail,
@@ -372,28 +342,6 @@ static int direct(struct cdec *c, const struct kind *k, const unsigned char *q, 
     return rc || (tn && scan__tail(tail, tn, e)) ? -1 : 0;
 }
 
-static void record(struct cdec *c, const struct kind *k, const struct fval *f, const char *tail,
-                   size_t tn)
-{
-    struct rd *r = c->r;
-    char err[200];
-    if (reader__jsonl || !r->header_seen) {
-        as_line(c, k, f, tail, tn);
-        return;
-    }
-    r->lineno++;
-    if (fill(k, f, &r->ev) || r->ev.kind == EV_OTHER || (tn && scan__tail(tail, tn, &r->ev))) {
-        r->lineno--;
-        as_line(c, k, f, tail, tn);
-        return;
-    }
-    r->t->lines++;
-    if (model__event(r->m, r->t, &r->ev, err, sizeof(err)))
-        rd_skipped(r, err);
-    else
-        r->t->events++;
-}
-
 /* One fixed record at p (type byte included); returns its length, 0 when damaged. */
 static size_t fixed(struct cdec *c, const unsigned char *p, const unsigned char *end,
                     const unsigned char *base)
@@ -439,7 +387,9 @@ static size_t fixed(struct cdec *c, const unsigned char *p, const unsigned char 
     }
     if (why)
         return bad(c, p, base, why), 0;
-    record(c, k, f, tail, tn);
+    /* Not for the fast path (--jsonl, no header yet, or one of its reasons): as text, through
+     * the line reader's checks and errors. */
+    as_line(c, k, f, tail, tn);
     return n + (tn ? 2 + tn : 0);
 }
 
