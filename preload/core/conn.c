@@ -19,6 +19,7 @@
 #include <time.h>
 
 struct tlsm_conn_state {
+    const SSL *key; /* the connection it is for, NULL once freed (the lookup cache) */
     uint32_t id;
     bool opened; /* open event written */
     struct tlsm_obj *lib;
@@ -46,14 +47,36 @@ static int64_t ns_since_t0(uint64_t ticks)
     return (int64_t)tlsm_ticks_to_ns(ticks - tlsm_trace_t0);
 }
 
+/* The connection this thread entered last: a program reading in small pieces enters the same
+ * one call after call, so one compare instead of a hash probe. Taken only while the state
+ * still names ssl (SSL_free clears its key; a state reused for another SSL* names that). */
+static __thread struct {
+    const SSL *ssl;
+    struct tlsm_conn_state *cs;
+} last __attribute__((tls_model("initial-exec")));
+
+static struct tlsm_conn_state *conn_of(const SSL *ssl, struct tlsm_obj *lib)
+{
+    struct tlsm_conn_state *cs = last.cs;
+    if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
+        __atomic_load_n(&cs->key, __ATOMIC_RELAXED) == ssl)
+        return cs;
+    cs = tlsm_table_put(&conns, ssl);
+    if (!cs)
+        return NULL;
+    if (!cs->id) {
+        cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
+        cs->lib = lib;
+        __atomic_store_n(&cs->key, ssl, __ATOMIC_RELAXED);
+    }
+    last.ssl = ssl, last.cs = cs;
+    return cs;
+}
+
 void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
     struct tlsm_thread *th = &tlsm_th;
-    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
-    if (cs && !cs->id) {
-        cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
-        cs->lib = lib;
-    }
+    struct tlsm_conn_state *cs = conn_of(ssl, lib);
     sc->prev_conn = th->conn;
     sc->prev_cs = th->conn_state;
     sc->cs = cs;
@@ -388,5 +411,6 @@ void tlsm_conn_free(const SSL *ssl)
         if (n)
             tlsm_trace_line(line, n);
     }
+    __atomic_store_n(&cs->key, NULL, __ATOMIC_RELAXED); /* before the slot can be reused */
     tlsm_table_del(&conns, ssl);
 }

@@ -58,9 +58,14 @@ uint64_t tlsm_rec_untracked(void)
     return ctxs.full;
 }
 
-struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx)
+__thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+
+struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx)
 {
-    return ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
+    struct tlsm_rec_state *st = ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
+    if (st && __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx)
+        tlsm_rec_last = (struct tlsm_rec_last){ctx, st};
+    return st;
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
@@ -68,7 +73,8 @@ void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    tlsm_rsm_forget(&tlsm_rec_sink, &st->rsm); /* the sink's forgotten() lets reroute go */
+    tlsm_rsm_forget(&tlsm_rec_sink, &st->rsm);          /* the sink's forgotten() lets reroute go */
+    __atomic_store_n(&st->key, NULL, __ATOMIC_RELAXED); /* before the slot can be reused */
     tlsm_table_del(&ctxs, ctx);
 }
 
@@ -131,6 +137,7 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
     if (tlsm_rec_obs.forget) /* re-keyed with a new cipher: the old shadow is stale */
         tlsm_rec_obs.forget(st);
     memset(st, 0, sizeof(*st));
+    __atomic_store_n(&st->key, ctx, __ATOMIC_RELAXED);
     /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
     tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, dir, strncmp(name, "AES", 3) ? 0 : 8);
     st->lib = target;

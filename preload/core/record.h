@@ -19,6 +19,7 @@ struct tlsm_backend;
  * the context touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
 struct tlsm_rec_state {
     struct tlsm_rsm_ctx rsm; /* the record machine's part: direction, record in flight */
+    const void *key;         /* the context it is for, NULL once forgotten (the lookup cache) */
     struct tlsm_obj *lib;
     uint32_t conn;
     /* Reroute: a backend context keyed like this one (reroute.c). */
@@ -63,8 +64,24 @@ struct tlsm_rec_observer {
 extern struct tlsm_rec_observer tlsm_rec_obs;
 
 int tlsm_rec_init(void);
+/* The state this thread found last, so the five calls of a record on one context cost one
+ * compare each, not a hash probe: taken only while the state still names ctx (forgetting
+ * clears its key; a state reused for another context names that one). */
+struct tlsm_rec_last {
+    const void *ctx;
+    struct tlsm_rec_state *st;
+};
+extern __thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx);
 /* Tracked state of ctx, NULL for contexts that are not libssl AEAD record contexts. */
-struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
+static inline struct tlsm_rec_state *tlsm_rec_lookup(const void *ctx)
+{
+    struct tlsm_rec_state *st = tlsm_rec_last.st;
+    if (__builtin_expect(ctx == tlsm_rec_last.ctx && st != NULL, 1) &&
+        __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx)
+        return st;
+    return tlsm_rec_lookup_slow(ctx);
+}
 /* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. */
 void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                       const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,

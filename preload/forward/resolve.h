@@ -65,9 +65,21 @@ static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *calle
     return tlsm_resolve_slow(id, caller);
 }
 
-/* Hot path: a few compares against the caller objects already seen for this function. */
+/* Hot path: the first caller object seen for this function (libssl for the EVP calls) is
+ * usually the caller again: one range compare. A hit on an entry that is not libtlsmeter's own
+ * (object ranges never overlap, and an entry's range is its object's, as tlsm_self_start is)
+ * also says the caller is not in libtlsmeter, so the tail-call test below is not needed. */
 static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
 {
+    const struct tlsm_fwd_entry *e0 =
+        atomic_load_explicit(&tlsm_hooks[id].slot[0], memory_order_acquire);
+    if (__builtin_expect(e0 && (uintptr_t)caller - e0->start < e0->end - e0->start &&
+                             e0->start != tlsm_self_start,
+                         1)) {
+        if (e0->target)
+            tlsm_fwd_last = e0->target;
+        return (struct tlsm_fwd){e0->fn, e0->target};
+    }
     if ((uintptr_t)caller - tlsm_self_start < tlsm_self_end - tlsm_self_start && tlsm_fwd_last)
         caller = tlsm_obj_addr(tlsm_fwd_last);
     struct tlsm_fwd f = tlsm_forward_at(id, caller);

@@ -19,7 +19,7 @@
     tlsm_th.rec_cur = outer
 
 /* Untraced: set-up not finished, our own call, or nested inside another EVP hook. */
-static bool untraced_evp(void)
+static inline __attribute__((always_inline)) bool untraced_evp(void)
 {
     return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
 }
