@@ -27,7 +27,8 @@ struct tlsm_hook {
     const char *name;
     char family;
     bool required;
-    _Atomic int nslots;                                  /* slots ever used: a bound for the scan */
+    _Atomic int nslots; /* slots ever used: a bound for the scan */
+    _Atomic int last;   /* the slot that answered last: tried first */
     struct tlsm_fwd_entry *_Atomic slot[TLSM_FWD_SLOTS]; /* NULL: free or forgotten */
 };
 
@@ -53,32 +54,52 @@ extern uintptr_t tlsm_self_start, tlsm_self_end;
 extern __thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
 const void *tlsm_obj_addr(const struct tlsm_obj *o);
 
+/* The slot whose entry holds caller, -1 for none; slot `last` is tried first. */
+static inline int tlsm_forward_find(const struct tlsm_hook *h, const void *caller, int last)
+{
+    const struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[last], memory_order_acquire);
+    if (e && (uintptr_t)caller - e->start < e->end - e->start)
+        return last;
+    int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        e = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+        if (e && (uintptr_t)caller - e->start < e->end - e->start)
+            return i;
+    }
+    return -1;
+}
+
 static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *caller)
 {
     struct tlsm_hook *h = &tlsm_hooks[id];
-    int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    for (int i = 0; i < n; i++) {
-        const struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[i], memory_order_acquire);
-        if (e && (uintptr_t)caller - e->start < e->end - e->start)
-            return (struct tlsm_fwd){e->fn, e->target};
-    }
-    return tlsm_resolve_slow(id, caller);
+    int last = atomic_load_explicit(&h->last, memory_order_relaxed);
+    int i = tlsm_forward_find(h, caller, last);
+    const struct tlsm_fwd_entry *e =
+        i < 0 ? NULL : atomic_load_explicit(&h->slot[i], memory_order_acquire);
+    if (!e) /* none, or unpublished since: the slow way */
+        return tlsm_resolve_slow(id, caller);
+    if (i != last)
+        atomic_store_explicit(&h->last, i, memory_order_relaxed);
+    return (struct tlsm_fwd){e->fn, e->target};
 }
 
-/* Hot path: the first caller object seen for this function (libssl for the EVP calls) is
- * usually the caller again: one range compare. A hit on an entry that is not libtlsmeter's own
- * (object ranges never overlap, and an entry's range is its object's, as tlsm_self_start is)
- * also says the caller is not in libtlsmeter, so the tail-call test below is not needed. */
+/* Hot path: the caller object that called this function last (libssl for the EVP calls) is
+ * usually the caller again: one range compare on the slot that answered last (a slot, not an
+ * entry, is remembered: what is read is always what is published). A hit on an entry that is
+ * not libtlsmeter's own (object ranges never overlap, and an entry's range is its object's, as
+ * tlsm_self_start is) also says the caller is not in libtlsmeter: the tail-call test below is
+ * then not needed. */
 static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
 {
-    const struct tlsm_fwd_entry *e0 =
-        atomic_load_explicit(&tlsm_hooks[id].slot[0], memory_order_acquire);
-    if (__builtin_expect(e0 && (uintptr_t)caller - e0->start < e0->end - e0->start &&
-                             e0->start != tlsm_self_start,
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    const struct tlsm_fwd_entry *e = atomic_load_explicit(
+        &h->slot[atomic_load_explicit(&h->last, memory_order_relaxed)], memory_order_acquire);
+    if (__builtin_expect(e && (uintptr_t)caller - e->start < e->end - e->start &&
+                             e->start != tlsm_self_start,
                          1)) {
-        if (e0->target)
-            tlsm_fwd_last = e0->target;
-        return (struct tlsm_fwd){e0->fn, e0->target};
+        if (e->target)
+            tlsm_fwd_last = e->target;
+        return (struct tlsm_fwd){e->fn, e->target};
     }
     if ((uintptr_t)caller - tlsm_self_start < tlsm_self_end - tlsm_self_start && tlsm_fwd_last)
         caller = tlsm_obj_addr(tlsm_fwd_last);
