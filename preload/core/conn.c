@@ -55,7 +55,8 @@ static __thread struct {
     struct tlsm_conn_state *cs;
 } last __attribute__((tls_model("initial-exec")));
 
-static struct tlsm_conn_state *conn_of(const SSL *ssl, struct tlsm_obj *lib)
+static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(const SSL *ssl,
+                                                                             struct tlsm_obj *lib)
 {
     struct tlsm_conn_state *cs = last.cs;
     if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
@@ -73,7 +74,8 @@ static struct tlsm_conn_state *conn_of(const SSL *ssl, struct tlsm_obj *lib)
     return cs;
 }
 
-void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_scope *sc,
+                                                             const SSL *ssl, struct tlsm_obj *lib)
 {
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_conn_state *cs = conn_of(ssl, lib);
@@ -110,11 +112,21 @@ static void hs_account(struct tlsm_conn_scope *sc)
     th->hs_cur = sc->prev_hs;
 }
 
-void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+static inline __attribute__((always_inline)) void conn_leave(struct tlsm_conn_scope *sc)
 {
     hs_account(sc);
     tlsm_th.conn = sc->prev_conn;
     tlsm_th.conn_state = sc->prev_cs;
+}
+
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    conn_enter(sc, ssl, lib);
+}
+
+void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+{
+    conn_leave(sc);
 }
 
 uint32_t tlsm_conn_current(void)
@@ -196,7 +208,7 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
     maybe_open(cs, ssl, t1);
 }
 
-void tlsm_io_begin(enum tlsm_dir dir)
+static inline __attribute__((always_inline)) void io_begin(enum tlsm_dir dir)
 {
     struct tlsm_io_tally *io = &tlsm_th.io[dir];
     io->active = true;
@@ -204,6 +216,13 @@ void tlsm_io_begin(enum tlsm_dir dir)
     io->recs = 0;
     io->preempt = 0;
     io->crypto_ns = 0;
+}
+
+void tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib,
+                   enum tlsm_dir dir)
+{
+    conn_enter(sc, ssl, lib);
+    io_begin(dir);
 }
 
 void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
@@ -342,8 +361,10 @@ static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir d
         io_json(dir, &l);
 }
 
-void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope *sc, const SSL *ssl,
+                                                         enum tlsm_dir dir, const char *fn,
+                                                         int64_t want, int ret, int64_t got,
+                                                         uint64_t t0, uint64_t t1)
 {
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_io_tally *io = &th->io[dir];
@@ -379,6 +400,13 @@ void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, 
     bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
     if (tlsm_event_lines_on() && want_ev && tlsm_trace_ready())
         write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
+}
+
+void tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                   int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    io_end(sc, ssl, dir, fn, want, ret, got, t0, t1);
+    conn_leave(sc);
 }
 
 void tlsm_conn_free(const SSL *ssl)
