@@ -6,10 +6,14 @@
 
 #include <openssl/ssl.h>
 
-/* One body for the four read calls and the two write calls (dir in / out); `ex` variants
- * report bytes through *nb. buf is the program's (const for writes: passed through as is). */
-static int traced_io(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size_t num,
-                     int64_t want, size_t *nb, const void *site)
+/* One body for the four read calls and the two write calls (dir in / out), inlined into each
+ * hook (its id a constant: the switch below folds away, no call with eight arguments); `ex`
+ * variants report bytes through *nb. buf is the program's (const for writes: passed through
+ * as is). */
+static inline __attribute__((always_inline)) int traced_io(enum tlsm_fn id, struct tlsm_fwd f,
+                                                           SSL *s, void *buf, size_t num,
+                                                           int64_t want, size_t *nb,
+                                                           const void *site)
 {
     struct tlsm_thread *th = &tlsm_th;
     enum tlsm_dir dir =
