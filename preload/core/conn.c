@@ -356,7 +356,7 @@ static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir d
     }
     /* Reads and writes are both call-site samples (a write's site differs from a read's); the
      * sample may write its stack event, before this one. */
-    l.stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
+    l.stack = tlsm_cfg.stacks ? tlsm_stack_sample(th->site, TLSM_STACK_READ) : 0;
     if (!io_fixed(dir, &l))
         io_json(dir, &l);
 }

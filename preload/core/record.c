@@ -255,7 +255,8 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
         .ok = ok,
         .pt = pt,
         .impl = impl,
-        .stack = tlsm_stack_sample(th->site, TLSM_STACK_REC), /* may write its stack event */
+        .stack = tlsm_cfg.stacks ? tlsm_stack_sample(th->site, TLSM_STACK_REC)
+                                 : 0, /* may write its stack event */
     };
     if (!rec_fixed(th, &r))
         rec_json(th, &r);
