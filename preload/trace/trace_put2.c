@@ -53,9 +53,9 @@ bool tlsm_trace_room_take(struct tlsm_trace_room *r)
         atomic_load_explicit(&tlsm_tr_state, memory_order_relaxed) != ST_OPEN)
         return false;
     tlsm_tr_lock_buf(b);
-    /* As tlsm_tr_put2's fast path: a chunk started, room for a record and its strings. */
-    if (__builtin_expect(!b->cap || b->used < b->hdr + TLSM_B2_CHUNK_HDR ||
-                             b->cap - b->used < TLSM_B2_ENTRY_MAX,
+    /* A chunk started, room for the largest fixed record and its time entry (73 bytes): the
+     * encoder checks the end itself (new strings), so the chunk fills to its last bytes. */
+    if (__builtin_expect(!b->cap || b->used < b->hdr + TLSM_B2_CHUNK_HDR || b->cap - b->used < 128,
                          0)) {
         tlsm_tr_unlock_buf(b);
         return false;
