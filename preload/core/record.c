@@ -149,38 +149,11 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
         tlsm_rec_obs.keyed(st, key, iv, has_params);
 }
 
-void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
-                      uint64_t t_entry)
+void tlsm_rec_keyed(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                    const unsigned char *iv, int enc, bool has_params, const void *caller,
+                    struct tlsm_obj *target)
 {
-    (void)caller;
-    (void)target;
-    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
-    if (!st)
-        return;
-    unsigned given =
-        (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
-    tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
-}
-
-void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
-                         const void *caller, struct tlsm_obj *target, int ret)
-{
-    bool has_params = params && params[0].key; /* an empty list sets nothing */
-    if (ret <= 0)
-        return;
-    if (cipher) {
-        track(ctx, cipher, key, iv, enc, has_params, caller, target);
-        return;
-    }
-    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
-    if (!st)
-        return;
-    if (tlsm_rec_obs.mirror_init)
-        tlsm_rec_obs.mirror_init(st, key, iv, enc, has_params);
-    if (st->rsm.in_rec && !key && iv && tlsm_rec_obs.record_begin)
-        tlsm_rec_obs.record_begin(st);
+    track(ctx, cipher, key, iv, enc, has_params, caller, target);
 }
 
 static void rec_begin(void *arg, struct tlsm_rsm_ctx *c)

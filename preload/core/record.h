@@ -82,15 +82,21 @@ static inline struct tlsm_rec_state *tlsm_rec_lookup(const void *ctx)
         return st;
     return tlsm_rec_lookup_slow(ctx);
 }
-/* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. */
-void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
-                      uint64_t t_entry);
+/* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. Inline (the two
+ * calls below run once per TLS 1.3 record): only a new key leaves the header. */
+static inline void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                    const unsigned char *key, const unsigned char *iv, int enc,
+                                    const void *caller, struct tlsm_obj *target, uint64_t t_entry);
 /* After the native Init: start tracking (cipher given) or mirror it to the shadow. params:
  * the OSSL_PARAM array of EVP_CipherInit_ex2/EVP_DecryptInit_ex2, NULL for the others. */
-void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
-                         const void *caller, struct tlsm_obj *target, int ret);
+static inline void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                       const unsigned char *key, const unsigned char *iv, int enc,
+                                       const OSSL_PARAM *params, const void *caller,
+                                       struct tlsm_obj *target, int ret);
+/* The keying part of tlsm_rec_after_init (cipher given): track ctx if it is a record context. */
+void tlsm_rec_keyed(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                    const unsigned char *iv, int enc, bool has_params, const void *caller,
+                    struct tlsm_obj *target);
 /* After the native ctrl: mirror it; a TLS 1.2 AAD decides the record's route. */
 void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
 /* The machine's sink (record.c), for the per-record calls below: inline, so a hooked call
@@ -133,6 +139,41 @@ static inline void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *
                                       int ret)
 {
     tlsm_rsm_cipher(&tlsm_rec_sink, &st->rsm, out != NULL, inl, ret);
+}
+
+static inline void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                    const unsigned char *key, const unsigned char *iv, int enc,
+                                    const void *caller, struct tlsm_obj *target, uint64_t t_entry)
+{
+    (void)caller;
+    (void)target;
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    unsigned given =
+        (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
+    tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
+}
+
+static inline void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                       const unsigned char *key, const unsigned char *iv, int enc,
+                                       const OSSL_PARAM *params, const void *caller,
+                                       struct tlsm_obj *target, int ret)
+{
+    if (ret <= 0)
+        return;
+    bool has_params = params && params[0].key; /* an empty list sets nothing */
+    if (cipher) {
+        tlsm_rec_keyed(ctx, cipher, key, iv, enc, has_params, caller, target);
+        return;
+    }
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    if (tlsm_rec_obs.mirror_init)
+        tlsm_rec_obs.mirror_init(st, key, iv, enc, has_params);
+    if (st->rsm.in_rec && !key && iv && tlsm_rec_obs.record_begin)
+        tlsm_rec_obs.record_begin(st);
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
