@@ -142,8 +142,7 @@ static void sync_nonce(struct tlsm_rec_state *st)
         return;
     bool ok = st->backend->EVP_CIPHER_CTX_get_updated_iv &&
               st->backend->EVP_CIPHER_CTX_get_updated_iv(st->shadow, iv, sizeof(iv)) > 0 && a &&
-              a->ctx_ctrl &&
-              a->ctx_ctrl(st->ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, iv) > 0;
+              a->ctx_ctrl && a->ctx_ctrl(st->ctx, EVP_CTRL_AEAD_SET_IV_FIXED, -1, iv) > 0;
     wipe_iv(iv);
     if (!ok && !atomic_fetch_add(&n_nonce_fail, 1))
         tlsm_warn("TLSMETER_CRYPTO: cannot keep the native %s nonce counter in step with the "
@@ -345,8 +344,8 @@ static int seal_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPHE
     unsigned char fin[64], ntag[16];
     int l = 0;
     int nret = native(ctx, fin, &l);
-    bool ntag_ok = nret > 0 && a && a->ctx_ctrl &&
-                   a->ctx_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, ntag) > 0;
+    bool ntag_ok =
+        nret > 0 && a && a->ctx_ctrl && a->ctx_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, ntag) > 0;
     count_verified(st);
     st->verdict = 1;
     bool same = (ret > 0) == (nret > 0) && st->have_tag == ntag_ok && st->voutl == st->vbuf_len &&
