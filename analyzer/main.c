@@ -395,12 +395,15 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
         m.hook_ctx = pf;
     }
     rc = read_group(&m, env->files_a, env->na, warn);
-    if ((ch || pf) && model__has_summary(&m))
+    if ((ch || pf || env->output == OUT_FOLDED || env->flamegraph) && model__has_summary(&m))
         fprintf(warn,
                 "tlsmeter-analyze: a summary trace (TLSMETER_EVENTS=summary) holds totals "
                 "and histograms, no per-record or per-read events: %s needs an event "
                 "trace (TLSMETER_EVENTS=all)\n",
-                ch ? "--chrome" : "--perfetto");
+                ch                ? "--chrome"
+                : pf              ? "--perfetto"
+                : env->flamegraph ? "--flamegraph"
+                                  : "--folded");
     if (pf && perfetto_done(pf, pff, env->perfetto) && rc == EXIT_OK)
         rc = EXIT_IO;
     if (ch)

@@ -330,14 +330,15 @@ open(sys.argv[2], "wb").write(d[i + 4:] if i >= 0 else b"")' "$p.out" "$p.body"
 }
 
 # tls_proxy_start PROTO: tests/tools/tamper_proxy.py in front of $TLS_PORT (PROTO 1.2 or 1.3:
-# it flips one ciphertext byte of the 3rd large response record of each connection); sets
+# it flips one ciphertext byte of the 3rd large response record of each connection; more
+# arguments in the array TLS_PROXY_ARGS, e.g. (--nth 0): relay and count only); sets
 # PROXY_PORT, PROXY_PID, PROXY_LOG. Stopped with tls_stop_pid "$PROXY_PID" (or at exit).
 tls_proxy_start() {
     local pf=$TLS_DIR/proxy.$1.port pid
     PROXY_LOG=$TLS_DIR/proxy.$1.$TLS_PORT.log
     rm -f "$pf"
     "$TLSM_PY" "$TLSM_TOOLS/tamper_proxy.py" --target-port "$TLS_PORT" --tls "$1" \
-        --port-file "$pf" --max-conns 32 --timeout 300 2>"$PROXY_LOG" &
+        --port-file "$pf" --max-conns 32 --timeout 300 ${TLS_PROXY_ARGS[@]+"${TLS_PROXY_ARGS[@]}"} 2>"$PROXY_LOG" &
     pid=$!
     TLS_PIDS+=("$pid")
     PROXY_PID=$pid

@@ -47,6 +47,11 @@ enum ev_int {
     I_WRITE,   /* rec dir out: the enclosing write's id (rec dir in: I_READ) */
     I_ASKED,   /* write: bytes asked to write (read: I_WANT) */
     I_WRITTEN, /* write: bytes written (read: I_GOT) */
+    /* conn close: the sending side's totals (I_READS, I_GOT, I_RECS, I_CRYPTO_NS: receiving) */
+    I_WRITES,
+    I_WBYTES,
+    I_WRECS,
+    I_WCRYPTO_NS,
     I_N
 };
 

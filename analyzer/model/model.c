@@ -27,7 +27,9 @@ static void free_trace(struct trace *t)
         struct lib *l = &t->libs[i];
 
         free(l->path), free(l->version), free(l->platform), free(l->role), free(l->cpuinfo);
+        free(l->reach);
     }
+    model__reach_free(t);
     for (i = 0; i < t->nblind; i++)
         model__blind_free(&t->blind[i]);
 }
@@ -322,13 +324,18 @@ static void feed_conn(struct model *m, struct trace *t, const struct event *e)
  * written become want and got, an out record's enclosing write its read. */
 static const struct event *as_in(const struct event *e, struct event *tmp)
 {
-    static const struct {
+    struct map {
         enum ev_int from, to;
-    } map[] = {{I_ASKED, I_WANT}, {I_WRITTEN, I_GOT}, {I_WRITE, I_READ}};
-    size_t i;
+    };
+    static const struct map io[] = {{I_ASKED, I_WANT}, {I_WRITTEN, I_GOT}, {I_WRITE, I_READ}};
+    /* A close's sending totals (a summary trace's only per-connection figures). */
+    static const struct map conn[] = {
+        {I_WRITES, I_READS}, {I_WBYTES, I_GOT}, {I_WRECS, I_RECS}, {I_WCRYPTO_NS, I_CRYPTO_NS}};
+    const struct map *map = e->kind == EV_CONN ? conn : io;
+    size_t i, n = e->kind == EV_CONN ? sizeof(conn) / sizeof(conn[0]) : sizeof(io) / sizeof(io[0]);
 
     *tmp = *e;
-    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+    for (i = 0; i < n; i++) {
         tmp->have_i &= ~(1u << map[i].to);
         if (!event__has(e, map[i].from))
             continue;
@@ -363,7 +370,7 @@ int model__event(struct model *m, struct trace *t, const struct event *e, char *
     const struct event *f = e;
 
     if (this_dir(m, e)) {
-        if (m->out && e->kind != EV_CONN)
+        if (m->out)
             f = as_in(e, &tmp);
         if (f->kind == EV_REC)
             rc = feed_rec(m, t, f, err, errlen);

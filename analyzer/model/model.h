@@ -41,6 +41,7 @@ struct stats {
 struct lib {
     int64_t id;
     char *path, *version, *platform, *role, *cpuinfo;
+    char *reach; /* lib.reach: how calls past the linker's binding were reached (issue 15) */
     uint32_t caps, caps_known; /* bit per enum cap */
     bool has_crypto, has_ssl;
 };
@@ -87,6 +88,35 @@ struct blind {
     int64_t calls;
 };
 
+/* Issue 15: the socket reads of copies whose SSL_read tlsmeter cannot reach (sockread
+ * events), per copy and socket, and the callers whose GOT slots were rewritten (fwd events
+ * with reach), model_reach.c. */
+#define REACH_MAX_COPIES  16
+#define REACH_MAX_SOCKETS 16
+#define REACH_MAX_CALLERS 16
+struct reach_copy {
+    int64_t lib;
+    uint64_t calls, bytes, eof, errors, would_block;
+    uint64_t sockets_more; /* sockets beyond REACH_MAX_SOCKETS (their bytes are in bytes) */
+    bool summed;           /* from a summary trace: no per-socket figures */
+    int nsockets;
+    struct {
+        int64_t fd;
+        uint64_t calls, bytes;
+    } sockets[REACH_MAX_SOCKETS];
+};
+struct reach_caller {
+    char *from, *to, *reach, *fns;
+    int64_t lib;
+};
+struct reach {
+    struct reach_copy copies[REACH_MAX_COPIES];
+    int ncopies;
+    uint64_t copies_more; /* socket reads of copies beyond REACH_MAX_COPIES */
+    struct reach_caller callers[REACH_MAX_CALLERS];
+    int ncallers;
+};
+
 struct trace {
     char *file, *comm, *exe, *arch, *cpu, *clock, *mode, *version;
     int64_t pid, format, start_unix_ns;
@@ -126,6 +156,7 @@ struct trace {
     int nimpls;
     uint64_t nconns, nthreads;
     struct stats st;
+    struct reach *reach; /* NULL until a sockread or a fwd event with reach */
 };
 
 /* Size classes by rec.pt (plaintext bytes): fixed per-record work dominates tiny records, bulk
@@ -238,6 +269,12 @@ const char *blind_reason__name(enum blind_reason r);
 /* The reason in words, for the report. */
 const char *blind_reason__text(enum blind_reason r);
 int model__calib(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+/* sockread and fwd events (model_reach.c). */
+int model__sockread(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+int model__fwd(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+void model__reach_free(struct trace *t);
+/* A summary trace's per-copy socket reads (what "sockets"). */
+int model__summary_sockets(struct trace *t, json_t *o, char *err, size_t errlen);
 int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
 /* A summary event (model_summary.c): totals and histograms added as their events would be. */
 int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);

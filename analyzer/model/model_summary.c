@@ -2,7 +2,8 @@
  * the sums and histograms of the records or reads since the previous one, added where their
  * rec and read events would have gone (docs/trace-format.md, "summary"). Exact: counts, bytes,
  * crypto time; binned: ns/B (1.6 % wide bins), sizes (log2 buckets, counted at their lower
- * bound). Per-thread figures and per-event outputs (timelines, --chrome) need events. */
+ * bound). Per-thread figures and per-event outputs (timelines, --chrome) need events. Parts
+ * with "dir" "out" are the encrypting side's, read by the model of that direction. */
 #include "model/model.h"
 
 #include <math.h>
@@ -72,9 +73,6 @@ static int records(struct model *m, struct trace *t, json_t *o, char *err, size_
                  "(tiny, small, bulk)");
         return -1;
     }
-    if (json_is_string(json_object_get(o, "dir")) &&
-        strcmp(json_string_value(json_object_get(o, "dir")), "in"))
-        return 0; /* encrypted records: not in the decrypt figures (as their rec events) */
     struct bucket *b =
         model__bucket(m, t, (int64_t)u(o, "lib"),
                       model__intern(m, json_string_value(cipher), json_string_length(cipher)),
@@ -132,14 +130,30 @@ static int process(struct model *m, struct trace *t, json_t *o, char *err, size_
                       .recs_in_reads = u(o, "recs_in_reads")};
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
-    if (pairs(json_object_get(o, "rec_len_log2"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err, errlen) ||
+    if (pairs(json_object_get(o, "rec_len_log2"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err,
+              errlen) ||
         pairs(json_object_get(o, "read_got_log2"), HIST_LOG2_N - 1, add_log2, &m->read_got, err,
               errlen) ||
         pairs(json_object_get(o, "read_want_log2"), HIST_LOG2_N - 1, add_log2, &m->read_want, err,
               errlen))
         return -1;
-    return pairs(json_object_get(o, "recs_per_read_log2"), HIST_LOG2_N - 1, add_log2, &m->recs_per_read,
-                 err, errlen);
+    return pairs(json_object_get(o, "recs_per_read_log2"), HIST_LOG2_N - 1, add_log2,
+                 &m->recs_per_read, err, errlen);
+}
+
+/* Whether o (records, process or process_out) is of the model's direction, as model.c's
+ * this_dir: "dir" "out" (and process_out, which counts writes under the read keys) is the
+ * encrypting side, absent or "in" the decrypting one; the other side's parts are counted,
+ * for the second pass. */
+static bool this_dir(struct model *m, json_t *o, bool out)
+{
+    json_t *dir = json_object_get(o, "dir");
+
+    out |= json_is_string(dir) && !strcmp(json_string_value(dir), "out");
+
+    if (out != m->out)
+        m->other_dir++;
+    return out == m->out;
 }
 
 int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen)
@@ -153,9 +167,11 @@ int model__summary(struct model *m, struct trace *t, json_t *o, char *err, size_
     if (json_is_integer(at) && json_integer_value(at) > t->max_t)
         t->max_t = json_integer_value(at);
     if (what && !strcmp(what, "records"))
-        return records(m, t, o, err, errlen);
-    if (what && !strcmp(what, "process"))
-        return process(m, t, o, err, errlen);
+        return this_dir(m, o, false) ? records(m, t, o, err, errlen) : 0;
+    if (what && !strcmp(what, "sockets")) /* a copy's socket reads past the hooks */
+        return model__summary_sockets(t, o, err, errlen);
+    if (what && (!strcmp(what, "process") || !strcmp(what, "process_out")))
+        return this_dir(m, o, !strcmp(what, "process_out")) ? process(m, t, o, err, errlen) : 0;
     t->lines_unknown++; /* a part from a newer writer */
     return 0;
 }

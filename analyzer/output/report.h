@@ -42,5 +42,9 @@ void report_handshake(FILE *out, const struct summary *s);
 void report_compare_hs(FILE *out, const struct summary *a, const struct summary *b);
 json_t *report_compare_hs_json(const struct summary *a, const struct summary *b);
 void text_hist(FILE *out, const struct hist *h, const char *indent);
+/* The copies and how each was reached (report_reach.c): text when there is something past
+ * the linker's binding to say, and the --json "copies" array. */
+void report_reach(FILE *out, const struct summary *s);
+json_t *report_reach_json(const struct summary *s, int *more); /* more: copies not listed */
 
 #endif

@@ -375,6 +375,11 @@ json_t *report_json_object(const struct summary *s)
         json_object_set_new(o, "callers", report_callers_json(s->prof));
     json_object_set_new(o, "verdicts", verdicts_arr(s));
     json_object_set_new(o, "blind", blind_arr(s));
+    if (!s->out) { /* the copies are the process's: said once, beside the decrypt figures */
+        int more;
+        json_object_set_new(o, "copies", report_reach_json(s, &more));
+        json_object_set_new(o, "copies_more", json_integer(more));
+    }
     json_object_set_new(o, "traces", traces_arr(s));
     json_object_set_new(o, "lines", jint(s->lines));
     json_object_set_new(o, "lines_skipped", jint(s->lines_skipped));

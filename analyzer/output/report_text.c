@@ -295,6 +295,7 @@ void report_text(FILE *out, const struct summary *s)
     records(out, s);
     crypto(out, s);
     implementation(out, s);
+    report_reach(out, s);
     if (s->prof)
         report_callers(out, s->prof);
     report_conns(out, s);

@@ -102,5 +102,6 @@ void verdicts__build(struct summary *s);
 void verdicts_io(struct summary *s);
 void verdicts_blind(struct summary *s);
 void verdicts_hs(struct summary *s);
+void verdicts_reach(struct summary *s); /* reach.c */
 
 #endif

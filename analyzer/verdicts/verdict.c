@@ -245,9 +245,12 @@ static void crypto_verdicts(struct summary *s)
 void verdicts__build(struct summary *s)
 {
     crypto_verdicts(s);
-    if (s->out)
-        return; /* the read-side and blind-spot verdicts are the decrypting summary's */
+    if (s->out) {          /* the read-side and blind-spot verdicts are the decrypting summary's */
+        verdicts_reach(s); /* but records sealed outside any traced write are this side's */
+        return;
+    }
     verdicts_io(s);
     verdicts_hs(s);
     verdicts_blind(s);
+    verdicts_reach(s);
 }

@@ -8,6 +8,7 @@
 #include "arch/arch.h"
 
 #include <elf.h>
+#include <stdatomic.h>
 #include <string.h>
 
 struct dyninfo {
@@ -19,6 +20,7 @@ struct dyninfo {
     size_t verneednum;
     const ElfW(Verdef) * verdef;
     size_t verdefnum;
+    const uint32_t *gnu_hash, *sysv_hash; /* DT_GNU_HASH, DT_HASH */
     const void *rel[2];
     size_t relsz[2];
     size_t relative; /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
@@ -62,6 +64,12 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
             break;
         case DT_VERDEFNUM:
             d->verdefnum = e->d_un.d_val;
+            break;
+        case DT_GNU_HASH:
+            d->gnu_hash = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_HASH:
+            d->sysv_hash = dptr(lm, e->d_un.d_ptr);
             break;
         case DT_JMPREL:
             d->rel[0] = dptr(lm, e->d_un.d_ptr);
@@ -138,8 +146,19 @@ static const char *version_name(const struct dyninfo *d, unsigned idx)
  * walk runs over every relocation of every loaded object: curl's 30 libraries, libssl's
  * hundreds of EVP_ and SSL_ imports, which a shorter prefix would let through). */
 #define NAME_FILTER_BITS 4096
+#define NAME_TAB_MAX     64
 struct name_filter {
     uint64_t bits[NAME_FILTER_BITS / 64];
+    /* Past the filter: the names by their first eight bytes, open addressing (index + 1, 0
+     * free), so a name the filter lets through is compared with the names of the same eight
+     * bytes only (libssl imports a hundred EVP_PKEY_* and EVP_Digest* names). */
+    uint64_t word[NAME_TAB_MAX];
+    uint8_t tab[256];
+    bool tabbed; /* at most NAME_TAB_MAX names: else every name is compared */
+    /* The four bytes every name starts with ("SSL_" for the libssl entry points), so most
+     * imports (malloc, memcpy) are told apart with one compare; 0 when they differ. */
+    uint32_t prefix;
+    uint32_t ghash[NAME_TAB_MAX]; /* their GNU hashes (tabbed only) */
 };
 
 /* The name's first eight bytes as a number, zeros from its NUL on: one load when eight
@@ -168,24 +187,61 @@ static unsigned name_key(uint64_t word)
     return (unsigned)((word * 0x9e3779b97f4a7c15ull) >> 52) % NAME_FILTER_BITS;
 }
 
+static uint32_t gnu_hash_of(const char *name)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = h * 33 + *p;
+    return h;
+}
+
 static void filter_build(struct name_filter *f, const char *const names[], int n)
 {
     memset(f, 0, sizeof(*f));
+    f->tabbed = n <= NAME_TAB_MAX;
     for (int i = 0; i < n; i++) {
-        unsigned k = name_key(name_word(names[i], strlen(names[i]) + 1));
+        uint32_t p = 0;
+        if (strnlen(names[i], 4) == 4)
+            memcpy(&p, names[i], 4);
+        f->prefix = i == 0 || p == f->prefix ? p : 0;
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t w = name_word(names[i], strlen(names[i]) + 1);
+        unsigned k = name_key(w);
         f->bits[k / 64] |= 1ull << (k % 64);
+        if (!f->tabbed)
+            continue;
+        f->word[i] = w;
+        f->ghash[i] = gnu_hash_of(names[i]);
+        unsigned t = k % 256;
+        while (f->tab[t])
+            t = (t + 1) % 256;
+        f->tab[t] = (uint8_t)(i + 1);
     }
 }
 
 /* Index into names[0..n) of a symbol's name, -1 if it is none of them. */
-static int name_index(const struct dyninfo *d, size_t symidx, const char *const names[], int n,
-                      const struct name_filter *f)
+static inline __attribute__((always_inline)) int name_index(const struct dyninfo *d, size_t symidx,
+                                                            const char *const names[], int n,
+                                                            const struct name_filter *f)
 {
-    size_t at = d->symtab[symidx].st_name;
+    size_t at = d->symtab[symidx].st_name, avail = d->strsz > at ? d->strsz - at : 0;
     const char *s = d->strtab + at;
-    unsigned k = name_key(name_word(s, d->strsz > at ? d->strsz - at : 0));
+    uint32_t p;
+    if (f->prefix && avail >= 4 && (memcpy(&p, s, 4), p != f->prefix))
+        return -1;
+    uint64_t w = name_word(s, avail);
+    unsigned k = name_key(w);
     if (!(f->bits[k / 64] & (1ull << (k % 64))))
         return -1;
+    if (f->tabbed) {
+        for (unsigned t = k % 256; f->tab[t]; t = (t + 1) % 256) {
+            int i = f->tab[t] - 1;
+            if (f->word[i] == w && !strcmp(s, names[i]))
+                return i;
+        }
+        return -1;
+    }
     for (int i = 0; i < n; i++)
         if (s[0] == names[i][0] && !strcmp(s, names[i]))
             return i;
@@ -195,13 +251,124 @@ static int name_index(const struct dyninfo *d, size_t symidx, const char *const 
 typedef void (*reloc_visit)(const struct dyninfo *d, size_t symidx, int name, uintptr_t slot,
                             void *arg);
 
+/* The symbols (indices into .dynsym) named one of names[0..n), found before the relocations
+ * are read: most objects have none, and then no relocation needs reading; the others have a
+ * few, and a relocation is then one bit test instead of a name's filter and compares. */
+#define MAX_MATCH 128
+struct matches {
+    uint32_t sym[MAX_MATCH];
+    int name[MAX_MATCH];
+    int n;
+    uint64_t bits[8192 / 64]; /* by symbol index modulo 8192 */
+};
+
+static bool add_match(struct matches *m, size_t sym, int name)
+{
+    if (m->n == MAX_MATCH)
+        return false;
+    m->sym[m->n] = (uint32_t)sym;
+    m->name[m->n++] = name;
+    m->bits[sym / 64 % 128] |= 1ull << (sym % 64);
+    return true;
+}
+
+/* With DT_GNU_HASH: the symbols before its first hashed one (the undefined, the imports) by
+ * the name filter, each wanted name's hash chain for the rest (every version of a name is in
+ * its chain). false when the object has no GNU hash table or too many matches. */
+static bool find_symbols(const struct dyninfo *d, const char *const names[], int n,
+                         const struct name_filter *f, struct matches *m)
+{
+    const uint32_t *g = d->gnu_hash;
+    if (!g || !g[0])
+        return false;
+    uint32_t nbuckets = g[0], symoffset = g[1], bloom_size = g[2];
+    const ElfW(Addr) *bloom = (const void *)(g + 4);
+    const uint32_t *buckets = (const void *)(bloom + bloom_size), *chain = buckets + nbuckets;
+    m->n = 0;
+    memset(m->bits, 0, sizeof(m->bits));
+    for (size_t i = 1; i < symoffset; i++) {
+        int k = name_index(d, i, names, n, f);
+        if (k >= 0 && !add_match(m, i, k))
+            return false;
+    }
+    for (int k = 0; k < n; k++) {
+        uint32_t h = f->tabbed ? f->ghash[k] : gnu_hash_of(names[k]);
+        for (uint32_t i = buckets[h % nbuckets]; i >= symoffset && i; i++) {
+            uint32_t h2 = chain[i - symoffset];
+            if ((h | 1) == (h2 | 1) && !strcmp(d->strtab + d->symtab[i].st_name, names[k]) &&
+                !add_match(m, i, k))
+                return false;
+            if (h2 & 1)
+                break;
+        }
+    }
+    return true;
+}
+
+static int match_of(const struct matches *m, size_t sym)
+{
+    if (!(m->bits[sym / 64 % 128] & (1ull << (sym % 64))))
+        return -1;
+    for (int i = 0; i < m->n; i++)
+        if (m->sym[i] == sym)
+            return m->name[i];
+    return -1;
+}
+
+/* The filters of the name lists tlsmeter walks with (static arrays: the hooks, the record
+ * functions, the libssl entry points), built once each: a walk then costs its object's
+ * symbols and relocations only. A list is recognised by its pointers, compared one by one. */
+#define FILTER_CACHE 6
+static struct cached_filter {
+    struct name_filter f;
+    const char *const *names;
+    int n;
+    const char *copy[NAME_TAB_MAX];
+    _Atomic int state; /* 0 free, 1 being built, 2 ready */
+} filters[FILTER_CACHE];
+
+static const struct name_filter *filter_for(const char *const names[], int n,
+                                            struct name_filter *local)
+{
+    size_t bytes = (size_t)n * sizeof(names[0]);
+    if (n > NAME_TAB_MAX) {
+        filter_build(local, names, n);
+        return local;
+    }
+    for (int i = 0; i < FILTER_CACHE; i++) {
+        struct cached_filter *c = &filters[i];
+        if (atomic_load_explicit(&c->state, memory_order_acquire) == 2 && c->names == names &&
+            c->n == n && !memcmp(c->copy, names, bytes))
+            return &c->f;
+    }
+    for (int i = 0; i < FILTER_CACHE; i++) {
+        struct cached_filter *c = &filters[i];
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&c->state, &expect, 1))
+            continue;
+        filter_build(&c->f, names, n);
+        c->names = names, c->n = n;
+        memcpy(c->copy, names, bytes);
+        atomic_store_explicit(&c->state, 2, memory_order_release);
+        return &c->f;
+    }
+    filter_build(local, names, n);
+    return local;
+}
+
 /* Every relocation (PLT first, then the others) whose symbol is one of names[0..n). */
 static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
                         const char *const names[], int n, reloc_visit visit, void *arg)
 {
-    struct name_filter f;
-    filter_build(&f, names, n);
-    for (int which = 0; which < 2 && d->symtab && d->strtab; which++) {
+    struct name_filter local;
+    struct matches m;
+    if (!d->symtab || !d->strtab)
+        return;
+    const struct name_filter *f = filter_for(names, n, &local);
+    bool found = find_symbols(d, names, n, f, &m);
+    if (found && !m.n)
+        return;
+    for (int which = 0; which < 2; which++) {
         size_t ent = d->rela[which] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
         size_t count = d->rel[which] ? d->relsz[which] / ent : 0;
         /* The linker sorts the symbol-less relative relocations first and counts them
@@ -215,7 +382,7 @@ static void walk_relocs(const struct link_map *lm, const struct dyninfo *d,
 #else
             size_t sym = ELF32_R_SYM(r->r_info);
 #endif
-            int k = sym ? name_index(d, sym, names, n, &f) : -1;
+            int k = !sym ? -1 : found ? match_of(&m, sym) : name_index(d, sym, names, n, f);
             if (k >= 0)
                 visit(d, sym, k, lm->l_addr + r->r_offset, arg);
         }
@@ -292,6 +459,43 @@ void tlsm_elf_relatives(const struct link_map *lm, tlsm_elf_rel_fn fn, void *arg
         if (fn(where, value, arg))
             return;
     }
+}
+
+/* A defined symbol named name in the GNU hash table (the ELF gABI extension every linker
+ * emits by default), found as ld.so finds it: bloom filter, bucket, chain. */
+static bool gnu_defines(const struct dyninfo *d, const char *name)
+{
+    const uint32_t *g = d->gnu_hash;
+    uint32_t nbuckets = g[0], symoffset = g[1], bloom_size = g[2], bloom_shift = g[3];
+    uint32_t h = gnu_hash_of(name);
+    const ElfW(Addr) *bloom = (const void *)(g + 4);
+    enum { BITS = sizeof(ElfW(Addr)) * 8 };
+    if (!nbuckets || !bloom_size)
+        return false;
+    ElfW(Addr) word = bloom[(h / BITS) % bloom_size];
+    ElfW(Addr) mask =
+        ((ElfW(Addr))1 << (h % BITS)) | ((ElfW(Addr))1 << ((h >> bloom_shift) % BITS));
+    if ((word & mask) != mask)
+        return false;
+    const uint32_t *buckets = (const void *)(bloom + bloom_size), *chain = buckets + nbuckets;
+    for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
+        uint32_t h2 = chain[i - symoffset];
+        if ((h | 1) == (h2 | 1) && d->symtab[i].st_shndx != SHN_UNDEF &&
+            !strcmp(d->strtab + d->symtab[i].st_name, name))
+            return true;
+        if (h2 & 1)
+            break;
+    }
+    return false;
+}
+
+bool tlsm_elf_may_define(const struct link_map *lm, const char *name)
+{
+    struct dyninfo d;
+    read_dynamic(lm, &d);
+    if (!d.symtab || !d.strtab)
+        return false; /* no dynamic symbols: nothing to look up by name */
+    return d.gnu_hash ? gnu_defines(&d, name) : true; /* DT_HASH only: the caller's dlsym decides */
 }
 
 struct tlsm_elf_flags tlsm_elf_flags(const struct link_map *lm)

@@ -26,6 +26,11 @@ void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
 typedef int (*tlsm_elf_rel_fn)(uintptr_t where, uintptr_t value, void *arg);
 void tlsm_elf_relatives(const struct link_map *lm, tlsm_elf_rel_fn fn, void *arg);
 
+/* Might the object define name in its own dynamic symbols? false: it certainly does not (its
+ * GNU hash table says so, or it has no dynamic symbols); true: it does, or it has only a
+ * DT_HASH table, which is not read (a dlsym then decides). */
+bool tlsm_elf_may_define(const struct link_map *lm, const char *name);
+
 /* The dynamic flags that decide how the linker binds the object's own references. */
 struct tlsm_elf_flags {
     bool symbolic;    /* DT_SYMBOLIC, or DF_SYMBOLIC in DT_FLAGS (-Bsymbolic) */

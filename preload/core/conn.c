@@ -279,15 +279,15 @@ void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, 
             tlsm_blind_ktls(cs->lib, ssl, cs->id);
         }
     }
-    if (dir == TLSM_DIR_IN && tlsm_summary_on()) {
+    if (tlsm_summary_on()) { /* both directions: writes are kept as reads are */
         int err = -1;
         if (got <= 0 && cs && cs->lib && cs->lib->abi.ssl_error) {
             tlsm_th.guard++;
             err = cs->lib->abi.ssl_error(ssl, ret);
             tlsm_th.guard--;
         }
-        tlsm_summary_read(!memcmp(fn, "SSL_peek", 8), want, got, err, tlsm_ticks_to_ns(t1 - t0),
-                          io->recs);
+        tlsm_summary_read(dir == TLSM_DIR_OUT, !memcmp(fn, "SSL_peek", 8), want, got, err,
+                          tlsm_ticks_to_ns(t1 - t0), io->recs);
     }
     bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
     if (tlsm_event_lines_on() && want_ev && tlsm_trace_ready())

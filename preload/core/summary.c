@@ -9,6 +9,7 @@
 #include "trace/thread.h"
 #include "trace/trace.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,7 +46,8 @@ static const char *const rec_keys[R_N] = {
     K("gcm_ctr"),    K("gcm_both"), K("fl_recs"),       K("fl_pt"),       K("fl_ns"),
     K("fl_nopt_ns"), K("impl_ct"),  K("impl_other_ct"), K("impl_none_ct")};
 
-/* Per process: the read event's sums. */
+/* Per process and direction: the read event's sums; for dir out the write event's, under
+ * the same keys (asked as want, written as got: the analyzer reads writes as reads). */
 enum {
     D_READS,
     D_OK,
@@ -96,8 +98,21 @@ static _Atomic uint64_t lost_recs; /* more (instance, cipher, path) keys than MA
 enum { H_REC_LEN, H_READ_GOT, H_READ_WANT, H_RECS_PER_READ, H_N };
 static const char *const hist_keys[H_N] = {K("rec_len_log2"), K("read_got_log2"),
                                            K("read_want_log2"), K("recs_per_read_log2")};
-static _Atomic uint64_t reads[D_N], hists[H_N][LOG2_N];
-static uint64_t last_reads[D_N], last_hists[H_N][LOG2_N], last_lost;
+/* [0]: decryption (reads, dir in records), [1]: encryption (writes, dir out records). */
+static _Atomic uint64_t reads[2][D_N], hists[2][H_N][LOG2_N];
+static uint64_t last_reads[2][D_N], last_hists[2][H_N][LOG2_N], last_lost;
+
+/* Per copy: its socket reads past the hooks (hooks/hook_sock.c, sockread events in event
+ * mode): calls, bytes, end of stream, would block, failed. */
+enum { K_CALLS, K_BYTES, K_EOF, K_AGAIN, K_ERRORS, K_N };
+static const char *const sock_keys[K_N] = {K("reads"), K("bytes"), K("eof"), K("would_block"),
+                                           K("errors")};
+static struct {
+    _Atomic int64_t lib; /* 0: free */
+    _Atomic uint64_t v[K_N];
+    uint64_t last[K_N];
+} socks[MAX_BUCKETS];
+static _Atomic uint64_t lost_sock;
 
 static _Atomic int writing;
 static _Atomic uint64_t next_due;
@@ -187,30 +202,52 @@ void tlsm_summary_rec(const struct tlsm_sum_rec *r)
         add(&a->v[R_IMPL_OTHER_CT], ct);
     else
         add(&a->v[r->impl ? R_IMPL_CT : R_IMPL_NONE_CT], ct);
-    add(&hists[H_REC_LEN][log2_idx(len)], 1);
+    add(&hists[r->out][H_REC_LEN][log2_idx(len)], 1);
     maybe_flush();
 }
 
-void tlsm_summary_read(bool peek, int64_t want, int64_t got, int err, uint64_t ns, uint32_t recs)
+void tlsm_summary_read(bool out, bool peek, int64_t want, int64_t got, int err, uint64_t ns,
+                       uint32_t recs)
 {
-    add(&reads[D_RECS_IN], recs);
+    _Atomic uint64_t *d = reads[out], (*h)[LOG2_N] = hists[out];
+    add(&d[D_RECS_IN], recs);
     if (got > 0)
-        add(&hists[H_READ_GOT][log2_idx((uint64_t)got)], 1);
-    add(&hists[H_READ_WANT][log2_idx(want > 0 ? (uint64_t)want : 0)], 1);
-    add(&hists[H_RECS_PER_READ][log2_idx(recs)], 1);
+        add(&h[H_READ_GOT][log2_idx((uint64_t)got)], 1);
+    add(&h[H_READ_WANT][log2_idx(want > 0 ? (uint64_t)want : 0)], 1);
+    add(&h[H_RECS_PER_READ][log2_idx(recs)], 1);
     if (peek) { /* its bytes are read again: counted with the read that returns them */
-        add(&reads[D_PEEKS], 1);
+        add(&d[D_PEEKS], 1);
         maybe_flush();
         return;
     }
-    add(&reads[D_READS], 1);
-    add(&reads[got > 0 ? D_OK : D_FAIL], 1);
-    add(&reads[D_GOT], got > 0 ? (uint64_t)got : 0);
-    add(&reads[D_WANT_READ], got <= 0 && err == 2);
-    add(&reads[D_ZERO_RET], got <= 0 && err == 6);
-    add(&reads[D_WANT], want > 0 ? (uint64_t)want : 0);
-    add(&reads[D_WANT_BIG], want > 16384);
-    add(&reads[D_NS], ns);
+    add(&d[D_READS], 1);
+    add(&d[got > 0 ? D_OK : D_FAIL], 1);
+    add(&d[D_GOT], got > 0 ? (uint64_t)got : 0);
+    add(&d[D_WANT_READ], got <= 0 && err == 2);
+    add(&d[D_ZERO_RET], got <= 0 && err == 6);
+    add(&d[D_WANT], want > 0 ? (uint64_t)want : 0);
+    add(&d[D_WANT_BIG], want > 16384);
+    add(&d[D_NS], ns);
+    maybe_flush();
+}
+
+void tlsm_summary_sockread(int64_t lib, int64_t got, int err)
+{
+    int i = 0;
+    for (int64_t none = 0; i < MAX_BUCKETS; i++, none = 0)
+        if (atomic_load(&socks[i].lib) == lib ||
+            atomic_compare_exchange_strong(&socks[i].lib, &none, lib) || none == lib)
+            break;
+    if (i == MAX_BUCKETS) {
+        add(&lost_sock, 1);
+        return;
+    }
+    add(&socks[i].v[K_CALLS], 1);
+    add(&socks[i].v[got > 0         ? K_BYTES
+                    : got == 0      ? K_EOF
+                    : err == EAGAIN ? K_AGAIN
+                                    : K_ERRORS],
+        got > 0 ? (uint64_t)got : 1);
     maybe_flush();
 }
 
@@ -294,31 +331,46 @@ static void flush_class(struct bucket *b, int cls, bool final)
     }
 }
 
-/* The process-wide part: read sums, the log2 histograms, records no bucket could hold. */
-static void flush_process(bool final)
+/* The process-wide part of one direction: read (write) sums, the log2 histograms, and for
+ * dir in the records no bucket could hold. The out event is written only when something
+ * of that side changed (a download-only process writes none). */
+static void flush_process(bool out, bool final)
 {
     char line[TLSM_LINE_MAX], list[700];
     struct tlsm_json j;
-    head(&j, line, sizeof(line), "process", final);
+    uint64_t lost = atomic_load(&lost_recs), c;
+    bool any = !out;
+    for (int k = 0; k < D_N && !any; k++)
+        any = atomic_load_explicit(&reads[out][k], memory_order_relaxed) != last_reads[out][k];
+    for (int k = 0; k < LOG2_N && !any; k++)
+        any = atomic_load_explicit(&hists[out][H_REC_LEN][k], memory_order_relaxed) !=
+              last_hists[out][H_REC_LEN][k];
+    if (!any)
+        return;
+    /* Its own name: a reader that knows only "process" must not add writes to reads. */
+    head(&j, line, sizeof(line), out ? "process_out" : "process", final);
+    if (out)
+        tlsm_json_safe(&j, "dir", "out");
     for (int k = 0; k < D_N; k++) {
-        uint64_t c = atomic_load_explicit(&reads[k], memory_order_relaxed);
-        if (c - last_reads[k])
-            tlsm_json_int_k(&j, read_keys[k], strlen(read_keys[k]), (int64_t)(c - last_reads[k]));
-        last_reads[k] = c;
+        c = atomic_load_explicit(&reads[out][k], memory_order_relaxed);
+        if (c - last_reads[out][k])
+            tlsm_json_int_k(&j, read_keys[k], strlen(read_keys[k]),
+                            (int64_t)(c - last_reads[out][k]));
+        last_reads[out][k] = c;
     }
-    uint64_t lost = atomic_load(&lost_recs);
-    if (lost - last_lost)
+    if (!out && lost - last_lost)
         tlsm_json_int(&j, "lost_recs", (int64_t)(lost - last_lost));
-    last_lost = lost;
+    if (!out)
+        last_lost = lost;
     for (int h = 0; h < H_N; h++) {
         size_t w = (size_t)snprintf(list, sizeof(list), "[");
         int pairs = 0;
         for (int k = 0; k < LOG2_N; k++) {
-            uint64_t c = atomic_load_explicit(&hists[h][k], memory_order_relaxed);
-            if (c != last_hists[h][k] && w < sizeof(list))
+            c = atomic_load_explicit(&hists[out][h][k], memory_order_relaxed);
+            if (c != last_hists[out][h][k] && w < sizeof(list))
                 w += (size_t)snprintf(list + w, sizeof(list) - w, "%s[%d,%llu]", pairs++ ? "," : "",
-                                      k, (unsigned long long)(c - last_hists[h][k]));
-            last_hists[h][k] = c;
+                                      k, (unsigned long long)(c - last_hists[out][h][k]));
+            last_hists[out][h][k] = c;
         }
         if (w < sizeof(list) - 1) {
             snprintf(list + w, sizeof(list) - w, "]");
@@ -327,6 +379,30 @@ static void flush_process(bool final)
         }
     }
     line_out(&j, line);
+}
+
+/* Each copy's socket reads since the last snapshot: one "sockets" part per copy that read. */
+static void flush_sockets(bool final)
+{
+    char line[512];
+    for (int i = 0; i < MAX_BUCKETS && atomic_load(&socks[i].lib); i++) {
+        uint64_t d[K_N];
+        bool any = false;
+        for (int k = 0; k < K_N; k++) {
+            uint64_t c = atomic_load_explicit(&socks[i].v[k], memory_order_relaxed);
+            d[k] = c - socks[i].last[k];
+            socks[i].last[k] = c;
+            any |= d[k] != 0;
+        }
+        if (!any)
+            continue;
+        struct tlsm_json j;
+        head(&j, line, sizeof(line), "sockets", final);
+        tlsm_json_int(&j, "lib", atomic_load(&socks[i].lib));
+        for (int k = 0; k < K_N; k++)
+            tlsm_json_int_k(&j, sock_keys[k], strlen(sock_keys[k]), (int64_t)d[k]);
+        line_out(&j, line);
+    }
 }
 
 void tlsm_summary_flush(bool always)
@@ -353,7 +429,9 @@ void tlsm_summary_flush(bool always)
             for (int i = 0; i < MAX_BUCKETS; i++)
                 for (int c = 0; atomic_load(&buckets[i].state) == 2 && c < NCLASS; c++)
                     flush_class(&buckets[i], c, always);
-            flush_process(always);
+            flush_process(false, always);
+            flush_process(true, always);
+            flush_sockets(always);
             seq++;
             tlsm_th.guard--;
         }
@@ -372,12 +450,17 @@ void tlsm_summary_atfork_child(void)
             for (int k = 0; k < NSPB_N; k++)
                 l->nspb[k] = atomic_load(&a->nspb[k]), l->fl_nspb[k] = atomic_load(&a->fl_nspb[k]);
         }
-    for (int k = 0; k < D_N; k++)
-        last_reads[k] = atomic_load(&reads[k]);
-    for (int h = 0; h < H_N; h++)
-        for (int k = 0; k < LOG2_N; k++)
-            last_hists[h][k] = atomic_load(&hists[h][k]);
+    for (int o = 0; o < 2; o++) {
+        for (int k = 0; k < D_N; k++)
+            last_reads[o][k] = atomic_load(&reads[o][k]);
+        for (int h = 0; h < H_N; h++)
+            for (int k = 0; k < LOG2_N; k++)
+                last_hists[o][h][k] = atomic_load(&hists[o][h][k]);
+    }
     last_lost = atomic_load(&lost_recs);
+    for (int i = 0; i < MAX_BUCKETS; i++)
+        for (int k = 0; k < K_N; k++)
+            socks[i].last[k] = atomic_load(&socks[i].v[k]);
     seq = 0;
     atomic_store(&writing, 0);
 }

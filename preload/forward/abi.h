@@ -17,6 +17,7 @@ struct evp_cipher_st;
 struct evp_cipher_ctx_st;
 struct x509_st;
 struct evp_pkey_st;
+struct evp_pkey_ctx_st;
 
 /* What a copy is. Only the first two are traced: the others are forwarded, left alone. */
 enum tlsm_abi_kind {
@@ -46,6 +47,8 @@ struct tlsm_abi {
     int (*pkey_base_id)(const struct evp_pkey_st *pk);
     int (*pkey_bits)(const struct evp_pkey_st *pk);
     int (*pkey_is_a)(const struct evp_pkey_st *pk, const char *name); /* 3.x only */
+    /* EVP_PKEY_CTX_get0_pkey (both ABIs): NULL for a KDF context (1.1.1's HKDF, TLS1-PRF) */
+    struct evp_pkey_st *(*pkey_ctx_pkey)(struct evp_pkey_ctx_st *ctx);
     /* kTLS receive on the read BIO: 1 on, 0 off; NULL where the ABI has no kTLS (1.1.1). */
     int (*ssl_ktls_recv)(const struct tlsm_abi *a, const struct ssl_st *s);
     /* libcrypto */

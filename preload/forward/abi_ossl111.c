@@ -57,6 +57,7 @@ void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn looku
     /* 1.1.1's names of 3.x's EVP_PKEY_get_base_id/get_bits; no EVP_PKEY_is_a (no providers). */
     ENTRY(pkey_base_id, "EVP_PKEY_base_id");
     ENTRY(pkey_bits, "EVP_PKEY_bits");
+    ENTRY(pkey_ctx_pkey, "EVP_PKEY_CTX_get0_pkey");
     /* 1.1.1's own: int EVP_CIPHER_nid(const EVP_CIPHER *);
      * const EVP_CIPHER *EVP_CIPHER_CTX_cipher(const EVP_CIPHER_CTX *);
      * int EVP_CIPHER_CTX_encrypting(const EVP_CIPHER_CTX *). */

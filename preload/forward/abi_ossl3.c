@@ -68,6 +68,8 @@ void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
     ENTRY(pkey_base_id, EVP_PKEY_get_base_id, int (*)(const struct evp_pkey_st *));
     ENTRY(pkey_bits, EVP_PKEY_get_bits, int (*)(const struct evp_pkey_st *));
     ENTRY(pkey_is_a, EVP_PKEY_is_a, int (*)(const struct evp_pkey_st *, const char *));
+    ENTRY(pkey_ctx_pkey, EVP_PKEY_CTX_get0_pkey,
+          struct evp_pkey_st * (*)(struct evp_pkey_ctx_st *));
     ENTRY(cipher_nid, EVP_CIPHER_get_nid, int (*)(const struct evp_cipher_st *));
     ENTRY(ctx_cipher, EVP_CIPHER_CTX_get0_cipher,
           const struct evp_cipher_st *(*)(const struct evp_cipher_ctx_st *));

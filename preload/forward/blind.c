@@ -10,6 +10,7 @@
 #include "base/elfdyn.h"
 #include "base/glibc_compat.h"
 #include "forward/got.h"
+#include "forward/marks.h"
 #include "base/json.h"
 #include "trace/log.h"
 #include "trace/thread.h"
@@ -91,6 +92,7 @@ static void check_slot(int name, uintptr_t slot, uintptr_t value, void *arg)
 
 struct marks {
     bool ssl;         /* TLS record layer code (its source file name) */
+    bool looked;      /* version searched for */
     char version[64]; /* OPENSSL_VERSION_TEXT */
 };
 
@@ -108,104 +110,16 @@ static void find_version(const char *p, size_t n, struct marks *m)
     }
 }
 
-static bool read_only(const ElfW(Phdr) * ph)
+/* The version text of an object that holds the record layer, searched for when needed: only
+ * for a copy whose ABI is not known otherwise, or that is blind. */
+static const char *version_of(const struct dl_phdr_info *info, struct marks *m)
 {
-    return ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && !(ph->p_flags & PF_W);
-}
-
-static bool read_only_data(const ElfW(Phdr) * ph)
-{
-    return read_only(ph) && !(ph->p_flags & PF_X);
-}
-
-/* Where the string constants are. ld -z separate-code (GNU ld's default on x86_64) puts
- * headers and dynamic symbols in a read-only segment before the code and .rodata in one
- * after it; lld puts .rodata in its one read-only segment before the code; older linkers
- * (-z noseparate-code) put code and constants in one R+X segment. Only the first kind of
- * each layout is searched: the code (half of the bytes or more) never holds the marks. */
-static bool holds_strings(const struct dl_phdr_info *info, const ElfW(Phdr) * ph)
-{
-    const ElfW(Phdr) *code = NULL;
-    bool after = false, data = false;
-    if (!read_only(ph))
-        return false;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *q = &info->dlpi_phdr[i];
-        if (read_only(q) && (q->p_flags & PF_X) && !code)
-            code = q;
-        data |= read_only_data(q);
-        after |= read_only_data(q) && code && q->p_vaddr > code->p_vaddr;
-    }
-    if (ph->p_flags & PF_X)
-        return !data;
-    return !after || (code && ph->p_vaddr > code->p_vaddr);
-}
-
-/* Whether needle (at most 255 bytes) is in [p, p + n): Horspool over byte pairs, so a window
- * whose last two bytes are no pair of the needle moves on by the needle's length less one
- * (libc's memmem hashes pairs into 256 slots, and in string-dense data most pairs collide
- * with one of the needle's). The table is built on the first call: the needle is fixed. */
-static bool contains(const char *p, size_t n, const char *needle, size_t m)
-{
-    static uint8_t shift[1 << 16];
-    static const char *built;
-    if (m < 2 || m > 255 || n < m)
-        return m <= n && memmem(p, n, needle, m) != NULL;
-    if (built != needle) {
-        memset(shift, (int)(m - 1), sizeof(shift));
-        for (size_t j = 0; j + 1 < m; j++) {
-            uint16_t pair;
-            memcpy(&pair, needle + j, 2);
-            shift[pair] = (uint8_t)(m - 2 - j);
-        }
-        built = needle;
-    }
-    /* q: the window's last pair; one 16-bit load per step (the table is keyed the same way,
-     * so byte order does not matter). */
-    const char *q = p + m - 2, *last = p + n - 2;
-    while (q <= last) {
-        uint16_t pair;
-        memcpy(&pair, q, 2);
-        uint8_t s = shift[pair];
-        if (s)
-            q += s;
-        else if (!memcmp(q - (m - 2), needle, m))
-            return true;
-        else
-            q++;
-    }
-    return false;
-}
-
-/* The bytes of a string-holding segment worth searching: up to the unwind tables
- * (PT_GNU_EH_FRAME: .eh_frame_hdr, then .eh_frame and .gcc_except_table follow .rodata in
- * the same segment, a third of its bytes and never a string constant). */
-static size_t string_bytes(const struct dl_phdr_info *info, const ElfW(Phdr) * ph)
-{
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *q = &info->dlpi_phdr[i];
-        if (q->p_type == PT_GNU_EH_FRAME && q->p_vaddr > ph->p_vaddr &&
-            q->p_vaddr < ph->p_vaddr + ph->p_filesz)
-            return (size_t)(q->p_vaddr - ph->p_vaddr);
-    }
-    return ph->p_filesz;
-}
-
-/* Read-only loaded segments only: that is where string constants live. The version text
- * is looked for only in objects that hold the record layer: this scan runs at every
- * traced program's exit, over every loaded library. */
-static void scan_marks(const struct dl_phdr_info *info, struct marks *m)
-{
-    static const char ssl_mark[] = "ssl/record/rec_layer_s3.c";
-    for (int i = 0; i < info->dlpi_phnum && !m->ssl; i++)
-        if (holds_strings(info, &info->dlpi_phdr[i]))
-            m->ssl =
-                contains((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
-                         string_bytes(info, &info->dlpi_phdr[i]), ssl_mark, sizeof(ssl_mark) - 1);
-    for (int i = 0; i < info->dlpi_phnum && m->ssl; i++)
-        if (holds_strings(info, &info->dlpi_phdr[i]))
+    for (int i = 0; i < info->dlpi_phnum && !m->looked; i++)
+        if (tlsm_marks_holds_strings(info, &info->dlpi_phdr[i]))
             find_version((const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr),
                          info->dlpi_phdr[i].p_filesz, m);
+    m->looked = true;
+    return m->version;
 }
 
 static bool exports_openssl(const char *path, uintptr_t start, uintptr_t end)
@@ -233,8 +147,8 @@ static void object_path(const struct dl_phdr_info *info, char *buf, size_t cap)
 }
 
 /* Judge one object that holds the TLS record layer: which reasons make it blind. */
-static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm,
-                      const struct marks *m, struct blind *b)
+static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm, struct marks *m,
+                      struct blind *b)
 {
     struct dl_find_object f;
     struct relocs_arg ra = {lm, b};
@@ -244,7 +158,7 @@ static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm
     /* The ABI decision of abi.c: the instance's own, else the same rule on the text. */
     enum tlsm_abi_kind k = tlsm_obj_abi(lm, &v);
     if (k == TLSM_ABI_OLD ||
-        (k == TLSM_ABI_UNKNOWN && tlsm_abi_of_text(m->version) == TLSM_ABI_OLD))
+        (k == TLSM_ABI_UNKNOWN && tlsm_abi_of_text(version_of(info, m)) == TLSM_ABI_OLD))
         r |= BL_OLD_ABI;
     if (tlsm_elf_flags(lm).symbolic)
         r |= BL_SYMBOLIC;
@@ -284,7 +198,9 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     /* Issue 15: reached through its provider tables (lib reach "table"): not blind. */
     if (tlsm_obj_reach_of(f.dlfo_link_map) & TLSM_REACH_TABLE)
         return 0;
-    scan_marks(info, &m);
+    /* The record layer's mark, found once per object (marks.c): at start-up for those loaded
+     * with the program, here for those loaded since. */
+    m.ssl = tlsm_marks_of(info).ssl;
     if (!m.ssl)
         return 0;
     struct blind *b = &found[nfound];
@@ -295,6 +211,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     object_path(info, b->path, sizeof(b->path));
     const char *v;
     b->noticed = tlsm_obj_abi(f.dlfo_link_map, &v) == TLSM_ABI_OLD;
+    version_of(info, &m);
     snprintf(b->version, sizeof(b->version), "%s", m.version[0] || !b->noticed ? m.version : v);
     tlsm_build_id(f.dlfo_link_map, b->build_id, sizeof(b->build_id));
     nfound++;

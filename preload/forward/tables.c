@@ -14,6 +14,7 @@
 #include "forward/got.h"
 #include "forward/resolve.h"
 #include "base/glibc_compat.h"
+#include "forward/marks.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -81,19 +82,27 @@ static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
     }
 }
 
-struct copies {
-    struct tlsm_table_copy *out;
-    int max, n;
+struct batch {
+    struct dl_phdr_info obj[32];
+    const struct link_map *lm[32];
+    int skip, seen, n;
 };
 
-static int copies_cb(struct dl_phdr_info *info, size_t size, void *arg)
+/* The objects that may hold a copy, in load order, the first skip ones left out: not
+ * tlsmeter, its backends (memfd copies) or the vDSO. Up to 32 per walk: what is done with
+ * them (dlopen, dlsym) is done outside dl_iterate_phdr's lock. */
+static int batch_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    struct copies *s = arg;
+    struct batch *b = arg;
     const char *name = info->dlpi_name ? info->dlpi_name : "";
     struct dl_find_object f;
     (void)size;
-    if (s->n >= s->max || !info->dlpi_phnum || !strncmp(name, "/proc/self/fd/", 14) ||
-        !strncmp(name, "linux-", 6))
+    if (b->seen++ < b->skip)
+        return 0;
+    if (b->n == (int)(sizeof(b->obj) / sizeof(b->obj[0])))
+        return 1;
+    b->skip++;
+    if (!info->dlpi_phnum || !strncmp(name, "/proc/self/fd/", 14) || !strncmp(name, "linux-", 6))
         return 0;
     uintptr_t at = 0;
     for (int i = 0; i < info->dlpi_phnum && !at; i++)
@@ -101,22 +110,52 @@ static int copies_cb(struct dl_phdr_info *info, size_t size, void *arg)
             at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
     if (!at || tlsm_is_self((void *)at) || _dl_find_object((void *)at, &f) != 0)
         return 0;
-    struct tlsm_table_copy *c = &s->out[s->n];
-    memset(c, 0, sizeof(*c));
-    c->lm = f.dlfo_link_map;
-    c->phdr = info->dlpi_phdr;
-    c->phnum = info->dlpi_phnum;
-    if (!find_string(c, known[0].names))
-        return 0;
-    find_version(c, c->version, sizeof(c->version));
-    if (c->version[0])
-        s->n++;
+    b->obj[b->n] = *info;
+    b->lm[b->n++] = f.dlfo_link_map;
     return 0;
 }
 
-/* The search reads every loaded object's read-only segments (~9 M instructions for curl's 30
- * libraries): done once. Both callers (hook_table.c, hook_entry.c) run in the constructor,
- * before any other thread, on the same set of objects. */
+/* Does the named object lm export EVP_CipherUpdate itself (then the hooks interpose its EVP
+ * calls, unless it binds to itself first)? Its own symbol table is asked first: most objects
+ * define no such name, and then no dlopen is needed. */
+static bool exports_cipher(const struct link_map *lm)
+{
+    struct dl_find_object f;
+    if (!tlsm_elf_may_define(lm, "EVP_CipherUpdate"))
+        return false;
+    void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    void *p = h ? dlsym(h, "EVP_CipherUpdate") : NULL;
+    bool yes = p && _dl_find_object(p, &f) == 0 && f.dlfo_link_map == lm;
+    if (h)
+        tlsm_real_dlclose(h);
+    return yes;
+}
+
+/* One object: a copy the hooks cannot interpose holds OpenSSL 3's provider names and version
+ * text and does not export EVP_CipherUpdate, or binds to itself first, or is the program
+ * (its own calls never cross a PLT: node carries OpenSSL in its executable). The cheap
+ * questions first: the string search (marks.c) is the expensive one. */
+static bool judge_copy(const struct dl_phdr_info *info, const struct link_map *lm,
+                       struct tlsm_table_copy *c)
+{
+    bool named = lm->l_name && lm->l_name[0], symbolic = tlsm_elf_flags(lm).symbolic;
+    bool exports = named && !symbolic && exports_cipher(lm);
+    /* The name list as a whole string in the object's string constants (marks.h) */
+    if (exports || !tlsm_marks_of(info).provider)
+        return false;
+    memset(c, 0, sizeof(*c));
+    c->lm = lm;
+    c->phdr = info->dlpi_phdr;
+    c->phnum = info->dlpi_phnum;
+    c->exports = exports;
+    c->symbolic = symbolic;
+    find_version(c, c->version, sizeof(c->version));
+    return c->version[0] != 0;
+}
+
+/* The search reads every loaded object's string constants (marks.c, kept for the exit's
+ * blind-spot scan): done once. Both callers (hook_table.c, hook_entry.c) run in the
+ * constructor, before any other thread, on the same set of objects. */
 static struct tlsm_table_copy cached[8];
 static int ncached = -1;
 
@@ -133,22 +172,14 @@ int tlsm_tables_copies(struct tlsm_table_copy *out, int max)
 
 static int find_copies(struct tlsm_table_copy *out, int max)
 {
-    struct copies s = {out, max, 0};
-    dl_iterate_phdr(copies_cb, &s);
+    struct batch b = {.skip = 0};
     int kept = 0;
-    for (int i = 0; i < s.n; i++) { /* dl* calls outside dl_iterate_phdr's lock */
-        struct tlsm_table_copy *c = &out[i];
-        struct dl_find_object f;
-        void *h = dlopen(c->lm->l_name[0] ? c->lm->l_name : NULL, RTLD_LAZY | RTLD_NOLOAD);
-        void *p = h ? dlsym(h, "EVP_CipherUpdate") : NULL;
-        c->exports = p && _dl_find_object(p, &f) == 0 && f.dlfo_link_map == c->lm;
-        c->symbolic = tlsm_elf_flags(c->lm).symbolic;
-        if (h)
-            tlsm_real_dlclose(h);
-        /* The program's own calls never cross a PLT (node carries OpenSSL in its executable). */
-        if (!c->exports || c->symbolic || !c->lm->l_name || !c->lm->l_name[0])
-            out[kept++] = *c;
-    }
+    do {
+        b.seen = b.n = 0;
+        dl_iterate_phdr(batch_cb, &b);
+        for (int i = 0; i < b.n && kept < max; i++)
+            kept += judge_copy(&b.obj[i], b.lm[i], &out[kept]);
+    } while (b.n == (int)(sizeof(b.obj) / sizeof(b.obj[0])) && kept < max);
     return kept;
 }
 

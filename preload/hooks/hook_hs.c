@@ -118,10 +118,27 @@ PART_HOOK(int, EVP_PKEY_paramgen, TLSM_HS_KEY_EXCHANGE, (EVP_PKEY_CTX * ctx, EVP
           (ctx, ppkey))
 PART_HOOK(int, EVP_PKEY_keygen, TLSM_HS_KEY_EXCHANGE, (EVP_PKEY_CTX * ctx, EVP_PKEY **ppkey),
           (ctx, ppkey))
-PART_HOOK(int, EVP_PKEY_derive_init, TLSM_HS_KEY_EXCHANGE, (EVP_PKEY_CTX * ctx), (ctx))
+/* A derivation is a key exchange when its context holds a key (ECDH, DH, X25519), else a KDF:
+ * 1.1.1's libssl runs HKDF (TLS 1.3) and the TLS 1.2 PRF as EVP_PKEY_derive on a context made
+ * from an id (EVP_PKEY_HKDF, EVP_PKEY_TLS1_PRF), which holds none: its key schedule. 3.x's
+ * libssl derives only in the key exchange (its KDFs are EVP_KDF_*). Asked of the copy only
+ * when the call can be a part. */
+static enum tlsm_hs_part derive_part(const struct tlsm_obj *lib, EVP_PKEY_CTX *ctx)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    if (__builtin_expect(!th->hs_cur, 1) || th->hs_part || th->guard || !ctx || !lib ||
+        !lib->abi.pkey_ctx_pkey)
+        return TLSM_HS_KEY_EXCHANGE;
+    th->guard++;
+    const struct evp_pkey_st *pk = lib->abi.pkey_ctx_pkey(ctx);
+    th->guard--;
+    return pk ? TLSM_HS_KEY_EXCHANGE : TLSM_HS_KEY_SCHEDULE;
+}
+
+PART_HOOK(int, EVP_PKEY_derive_init, derive_part(f.target, ctx), (EVP_PKEY_CTX * ctx), (ctx))
 PART_HOOK(int, EVP_PKEY_derive_set_peer, TLSM_HS_KEY_EXCHANGE, (EVP_PKEY_CTX * ctx, EVP_PKEY *peer),
           (ctx, peer))
-PART_HOOK(int, EVP_PKEY_derive, TLSM_HS_KEY_EXCHANGE,
+PART_HOOK(int, EVP_PKEY_derive, derive_part(f.target, ctx),
           (EVP_PKEY_CTX * ctx, unsigned char *key, size_t *keylen), (ctx, key, keylen))
 PART_HOOK(EVP_KDF *, EVP_KDF_fetch, TLSM_HS_KEY_SCHEDULE,
           (OSSL_LIB_CTX * libctx, const char *algorithm, const char *properties),
@@ -179,8 +196,23 @@ TLSM_EXPORT X509 *d2i_X509(X509 **a, const unsigned char **in, long len)
 }
 
 /* Digest-sign set-up names the key: a signature key makes this a signature (CertificateVerify,
- * TLS 1.2 ServerKeyExchange), an HMAC key a TLS 1.3 PSK binder (key schedule). The context is
- * remembered so the DigestSign/DigestSignFinal that follow land in the same part. */
+ * TLS 1.2 ServerKeyExchange), an HMAC key a TLS 1.3 PSK binder or, in 1.1.1, a Finished MAC
+ * (key schedule). The context is remembered so the DigestSign/DigestSignFinal that follow
+ * land in the same part. 3.x's libssl calls the _ex form, 1.1.1's EVP_DigestSignInit. */
+static bool sign_init_begin(struct part *pt, const struct tlsm_obj *lib, EVP_MD_CTX *ctx,
+                            const EVP_PKEY *pkey)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    if (!th->hs_cur || th->hs_part || th->guard)
+        return false;
+    struct tlsm_hs_key k = key_of(lib, pkey);
+    bool mac = k.kind == TLSM_KEY_MAC;
+    th->hs_mac_ctx = mac ? ctx : NULL;
+    if (!mac && k.kind)
+        th->hs_cur->sign_key = k;
+    return part_begin(pt, mac ? TLSM_HS_KEY_SCHEDULE : TLSM_HS_SIGN);
+}
+
 TLSM_EXPORT int EVP_DigestSignInit_ex(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const char *mdname,
                                       OSSL_LIB_CTX *libctx, const char *props, EVP_PKEY *pkey,
                                       const OSSL_PARAM params[])
@@ -188,17 +220,26 @@ TLSM_EXPORT int EVP_DigestSignInit_ex(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, cons
     TLSM_HOOK_ENTER(EVP_DigestSignInit_ex, f);
     if (!f.fn)
         return errno = ENOSYS, 0;
-    struct tlsm_thread *th = &tlsm_th;
-    if (!th->hs_cur || th->hs_part || th->guard)
-        return TLSM_REAL(EVP_DigestSignInit_ex, f)(ctx, pctx, mdname, libctx, props, pkey, params);
-    struct tlsm_hs_key k = key_of(f.target, pkey);
-    bool mac = k.kind == TLSM_KEY_MAC;
-    th->hs_mac_ctx = mac ? ctx : NULL;
-    if (!mac && k.kind)
-        th->hs_cur->sign_key = k;
     struct part pt;
-    part_begin(&pt, mac ? TLSM_HS_KEY_SCHEDULE : TLSM_HS_SIGN);
+    if (!sign_init_begin(&pt, f.target, ctx, pkey))
+        return TLSM_REAL(EVP_DigestSignInit_ex, f)(ctx, pctx, mdname, libctx, props, pkey, params);
     int ret = TLSM_REAL(EVP_DigestSignInit_ex, f)(ctx, pctx, mdname, libctx, props, pkey, params);
+    int saved = errno;
+    part_end(&pt);
+    errno = saved;
+    return ret;
+}
+
+TLSM_EXPORT int EVP_DigestSignInit(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type,
+                                   ENGINE *e, EVP_PKEY *pkey)
+{
+    TLSM_HOOK_ENTER(EVP_DigestSignInit, f);
+    if (!f.fn)
+        return errno = ENOSYS, 0;
+    struct part pt;
+    if (!sign_init_begin(&pt, f.target, ctx, pkey))
+        return TLSM_REAL(EVP_DigestSignInit, f)(ctx, pctx, type, e, pkey);
+    int ret = TLSM_REAL(EVP_DigestSignInit, f)(ctx, pctx, type, e, pkey);
     int saved = errno;
     part_end(&pt);
     errno = saved;
@@ -242,7 +283,15 @@ TLSM_EXPORT int EVP_DigestSignFinal(EVP_MD_CTX *ctx, unsigned char *sigret, size
 }
 
 /* Signature checks libssl asks for itself (CertificateVerify, TLS 1.2 ServerKeyExchange);
- * the chain's signatures are checked inside X509_verify_cert and count there. */
+ * the chain's signatures are checked inside X509_verify_cert and count there. 3.x's libssl
+ * sets them up with the _ex form, 1.1.1's with EVP_DigestVerifyInit. */
+static void verify_key(const struct part *pt, const struct tlsm_obj *lib, const EVP_PKEY *pkey)
+{
+    struct tlsm_hs_key k = key_of(lib, pkey);
+    if (k.kind)
+        pt->hs->verify_key = k;
+}
+
 TLSM_EXPORT int EVP_DigestVerifyInit_ex(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const char *mdname,
                                         OSSL_LIB_CTX *libctx, const char *props, EVP_PKEY *pkey,
                                         const OSSL_PARAM params[])
@@ -257,9 +306,24 @@ TLSM_EXPORT int EVP_DigestVerifyInit_ex(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, co
     int ret = TLSM_REAL(EVP_DigestVerifyInit_ex, f)(ctx, pctx, mdname, libctx, props, pkey, params);
     int saved = errno;
     part_end(&pt);
-    struct tlsm_hs_key k = key_of(f.target, pkey);
-    if (k.kind)
-        pt.hs->verify_key = k;
+    verify_key(&pt, f.target, pkey);
+    errno = saved;
+    return ret;
+}
+
+TLSM_EXPORT int EVP_DigestVerifyInit(EVP_MD_CTX *ctx, EVP_PKEY_CTX **pctx, const EVP_MD *type,
+                                     ENGINE *e, EVP_PKEY *pkey)
+{
+    TLSM_HOOK_ENTER(EVP_DigestVerifyInit, f);
+    if (!f.fn)
+        return errno = ENOSYS, 0;
+    struct part pt;
+    if (!part_begin(&pt, TLSM_HS_VERIFY))
+        return TLSM_REAL(EVP_DigestVerifyInit, f)(ctx, pctx, type, e, pkey);
+    int ret = TLSM_REAL(EVP_DigestVerifyInit, f)(ctx, pctx, type, e, pkey);
+    int saved = errno;
+    part_end(&pt);
+    verify_key(&pt, f.target, pkey);
     errno = saved;
     return ret;
 }

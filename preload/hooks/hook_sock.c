@@ -6,6 +6,7 @@
  * decrypted between two of them. Calls on anything but a socket only forward. */
 #include "base/clock.h"
 #include "base/json.h"
+#include "core/summary.h"
 #include "forward/got.h"
 #include "forward/obj.h"
 #include "forward/tables.h"
@@ -45,7 +46,9 @@ static void note(int fn, int fd, size_t asked, ssize_t got, int err, const void 
         for (int i = 0; i < ncopies; i++)
             if (copies[i].lm == o->lm)
                 tlsm_obj_describe_reached(o, 0, copies[i].version);
-    if (!tlsm_trace_ready())
+    if (tlsm_summary_on()) /* summary mode: per copy totals, no line per read */
+        tlsm_summary_sockread(o->lib_id, (int64_t)got, err);
+    if (!tlsm_event_lines_on() || !tlsm_trace_ready())
         return;
     char line[256];
     struct tlsm_json j;

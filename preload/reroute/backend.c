@@ -6,6 +6,7 @@
 #include "arch/arch.h"
 #include "base/caps.h"
 #include "base/clock.h"
+#include "base/elfdyn.h"
 #include "forward/obj.h"
 #include "base/json.h"
 #include "trace/log.h"
@@ -373,12 +374,32 @@ struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *ap
 }
 
 /* Constructor time: the program's libcrypto is not known yet; a libcrypto.so.3 (else .so.1.1)
- * it already loaded (its DT_NEEDED, or libssl's) is the best guess of it. NULL when none is loaded. */
+ * it already loaded (its DT_NEEDED, or libssl's) is the best guess of it. NULL when none is loaded.
+ */
+static const char *const sonames[] = {"libcrypto.so.3", "libcrypto.so.1.1"};
+#define N_SONAMES (sizeof(sonames) / sizeof(sonames[0]))
+
+/* Is an object that dlopen(soname, RTLD_NOLOAD) would return loaded at all? The loader knows
+ * an object by the names it was loaded as (the file name a DT_NEEDED or dlopen searched for)
+ * and its DT_SONAME: both are looked at here, without the loader's lock and name search. */
+static bool any_libcrypto(void)
+{
+    for (const struct link_map *lm = _r_debug.r_map; lm; lm = lm->l_next) {
+        const char *base = lm->l_name ? strrchr(lm->l_name, '/') : NULL;
+        const char *so = tlsm_elf_soname(lm);
+        for (size_t i = 0; i < N_SONAMES; i++)
+            if ((base && !strcmp(base + 1, sonames[i])) || (so && !strcmp(so, sonames[i])))
+                return true;
+    }
+    return false;
+}
+
 static const char *loaded_libcrypto(char *buf, size_t cap)
 {
-    static const char *const sonames[] = {"libcrypto.so.3", "libcrypto.so.1.1"};
     buf[0] = 0;
-    for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]) && !buf[0]; i++) {
+    if (!any_libcrypto()) /* env, timeout, a shell: no dlopen at all */
+        return NULL;
+    for (size_t i = 0; i < N_SONAMES && !buf[0]; i++) {
         struct link_map *lm = NULL;
         void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
         if (h && dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0])

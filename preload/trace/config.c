@@ -82,7 +82,7 @@ static const struct opt opts[] = {
      "scripts/tlsmeter-certs; off by default (certificates can be private)",
      &tlsm_cfg.certs},
     {"TLSMETER_EVENTS", OPT_CHOICE, "all",
-     "all: a rec and a read event per record and call; summary: totals and histograms "
+     "all: a rec event per record and a read or write event per call; summary: totals and histograms "
      "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic); "
      "both: the two (to check one against the other)",
      &tlsm_cfg.events},

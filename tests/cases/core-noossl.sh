@@ -47,3 +47,41 @@ for prog in echo exit3 cprog; do
     *) fail "$name: ${#TRACES[@]} trace files for one process" ;;
     esac
 done
+
+# Issue 14: TLSMETER_CRYPTO=hw loads its private libcrypto copy (a memfd named
+# tlsmeter-backend) at start-up only where a libcrypto is loaded. The same few lines, built
+# twice: libc only, and with libcrypto as a DT_NEEDED (the control: there the copy must be
+# mapped by the time main runs). Each prints how many of its mappings are the backend's.
+cat >"$d/maps.c" <<'EOF2'
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    char line[4096];
+    int n = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, "tlsmeter-backend") != NULL;
+    printf("%d\n", n);
+    return 0;
+}
+EOF2
+if under_qemu; then
+    skip "core-noossl backend: host-built programs (the hw backend is tested under qemu by reroute-*)"
+elif ! cc -o "$d/maps-plain" "$d/maps.c" ||
+    ! cc -o "$d/maps-crypto" "$d/maps.c" -Wl,--no-as-needed -lcrypto; then
+    fail "core-noossl backend: cannot build the maps programs"
+else
+    TLS_ENV=(TLSMETER_CRYPTO=hw)
+    tls_run "$d/maps-plain" "$d/hw.%p.trace" "$d/maps-plain"
+    tls_run "$d/maps-crypto" "$d/hw.%p.trace" "$d/maps-crypto"
+    TLS_ENV=()
+    plain=$(cat "$d/maps-plain.out") crypto=$(cat "$d/maps-crypto.out")
+    if [ "$plain" != 0 ]; then
+        fail "core-noossl backend: a libc-only program got the backend copy ($plain mappings)"
+    elif [ "${crypto:-0}" -lt 1 ]; then
+        fail "core-noossl backend: the libcrypto program shows no backend mapping ('$crypto'): the check sees nothing"
+    else
+        pass "core-noossl backend: TLSMETER_CRYPTO=hw maps no copy into a libc-only program ($crypto mappings where libcrypto is loaded)"
+    fi
+fi

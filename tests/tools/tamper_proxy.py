@@ -16,6 +16,11 @@ TLS 1.3 encrypted Finished is far smaller), so the server must reject it.
 
 Writes the listening port to --port-file once it listens, logs what it did to stderr, serves
 at most --max-conns connections, and stops by itself after --timeout seconds.
+
+At each connection's end it logs what it relayed per direction, an instrument independent of
+tlsmeter: "tamper_proxy: conn N: s2c bytes=B records=R enc_records=E enc_bytes=EB" (and c2s),
+enc_* being the encrypted records (type 23, or any after that direction's ChangeCipherSpec,
+which itself is not counted), with their 5-byte headers. --nth 0 relays without flipping.
 """
 import argparse
 import os
@@ -96,19 +101,28 @@ class Conn:
                      % (off - 5, self.s2c_after, len(rec) - 5))
         return rec
 
-    def pump(self, src, dst, on_record):
+    def pump(self, src, dst, on_record, name):
         stream = Stream()
+        n = dict(bytes=0, records=0, enc_records=0, enc_bytes=0)
+        ccs = False
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                n["bytes"] += len(data)
                 for rec in stream.feed(data):
+                    n["records"] += 1
+                    if rec[0] == 23 or (ccs and rec[0] != 20):
+                        n["enc_records"] += 1
+                        n["enc_bytes"] += len(rec)
+                    ccs |= rec[0] == 20
                     dst.sendall(on_record(rec))
             if stream.buf:
                 dst.sendall(bytes(stream.buf))
         except OSError:
             pass
+        self.log("%s %s" % (name, " ".join("%s=%d" % kv for kv in n.items())))
         for s in (dst, src):
             try:
                 s.shutdown(socket.SHUT_RDWR)
@@ -116,10 +130,10 @@ class Conn:
                 pass
 
     def run(self):
-        t = threading.Thread(target=self.pump, args=(self.client, self.server, self.c2s_record),
-                             daemon=True)
+        t = threading.Thread(target=self.pump,
+                             args=(self.client, self.server, self.c2s_record, "c2s"), daemon=True)
         t.start()
-        self.pump(self.server, self.client, self.s2c_record)
+        self.pump(self.server, self.client, self.s2c_record, "s2c")
         t.join(self.args.timeout)
         if not self.flipped:
             self.log("closed before record %d: nothing flipped" % self.args.nth)
