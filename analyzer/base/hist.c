@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Both kinds keep n, sum, min and max alike (integer or real) and allocate their nb buckets
  * (member b) on first use: one merge of cnt > 0 samples with that sum, min lo and max hi
@@ -57,12 +58,13 @@ static uint64_t slot_of(uint64_t v)
     return (v * 0x9e3779b97f4a7c15ULL) >> 51; /* 13 bits: 2 * HIST_EXACT_MAX slots */
 }
 
-static void exact_add(struct hist *h, uint64_t v, uint64_t count)
+/* Adds count to v's exact slot; returns the slot, or -1 when the exact counts are gone. */
+static long exact_add(struct hist *h, uint64_t v, uint64_t count)
 {
     uint64_t i;
 
     if (h->overflow)
-        return;
+        return -1;
     if (!h->exact)
         h->exact = xcalloc(2 * HIST_EXACT_MAX, sizeof(*h->exact));
     for (i = slot_of(v);; i = (i + 1) & (2 * HIST_EXACT_MAX - 1)) {
@@ -70,7 +72,7 @@ static void exact_add(struct hist *h, uint64_t v, uint64_t count)
 
         if (s->count && s->val == v) {
             s->count += count;
-            return;
+            return (long)i;
         }
         if (!s->count)
             break;
@@ -80,21 +82,27 @@ static void exact_add(struct hist *h, uint64_t v, uint64_t count)
         h->overflow = true;
         free(h->exact);
         h->exact = NULL;
-        return;
+        return -1;
     }
     h->exact[i].val = v;
     h->exact[i].count = count;
     h->nexact++;
+    return (long)i;
 }
 
-void hist__add(struct hist *h, uint64_t v, uint64_t count)
+void hist__add_slow(struct hist *h, uint64_t v, uint64_t count)
 {
     if (!count)
         return;
     SUMMARY_MERGE(h, ll, HIST_LL_N, count, v * count, v, v);
-    h->log2[hist__log2_idx(v)] += count;
-    h->ll[ll_idx(v)] += count;
-    exact_add(h, v, count);
+    h->last_log2 = (uint32_t)hist__log2_idx(v);
+    h->last_ll = (uint32_t)ll_idx(v);
+    h->log2[h->last_log2] += count;
+    h->ll[h->last_ll] += count;
+    long slot = exact_add(h, v, count);
+    h->last_v = v;
+    h->last_slot = slot < 0 ? 0 : (uint32_t)slot;
+    h->last_ok = true;
 }
 
 void hist__merge(struct hist *dst, const struct hist *src)
@@ -184,16 +192,82 @@ void hist__free(struct hist *h)
     free(h->exact);
     h->ll = NULL;
     h->exact = NULL;
+    h->last_ok = false;
+}
+
+/* The bin of x = v / RHIST_LO (x >= 1), by its definition: one log2 per call. */
+static int rbin_of_x(double x)
+{
+    double k = log2(x) * RHIST_PER_OCTAVE;
+
+    return k >= RHIST_N - 1 ? RHIST_N - 1 : (int)k;
+}
+
+/* Every record adds one ratio, and log2 was a tenth of the format-2 reading time: bins are
+ * looked up by cell instead, a cell being x's exponent and the top RB_CELL_BITS bits of its
+ * mantissa (a 256th of an octave, narrower than a bin, so a cell holds at most one bin
+ * boundary). Each cell learns, the first time a value falls in it, its bins and the exact
+ * boundary between them, found with rbin_of_x itself (a bisection over the doubles of the
+ * cell): the bin is rbin_of_x's for every double, only without the log2. */
+#define RB_CELL_BITS 8
+#define RB_EXPS      24 /* x < 2^24: bins up to RHIST_N - 1 */
+struct rb_cell {
+    double boundary; /* the smallest x of the cell in bin hi */
+    uint16_t lo, hi;
+    bool known, slow; /* slow: more than two bins (never for these sizes): rbin_of_x */
+};
+static struct rb_cell rb_cells[RB_EXPS << RB_CELL_BITS];
+
+static double bits_double(uint64_t b)
+{
+    double d;
+
+    memcpy(&d, &b, sizeof(d));
+    return d;
+}
+
+static void rb_learn(struct rb_cell *c, uint64_t first, uint64_t last)
+{
+    int lo = rbin_of_x(bits_double(first)), hi = rbin_of_x(bits_double(last));
+
+    c->lo = (uint16_t)lo, c->hi = (uint16_t)hi, c->known = true;
+    c->slow = hi > lo + 1;
+    if (hi == lo || c->slow)
+        return;
+    while (first < last) { /* positive doubles order as their bits: find the first in hi */
+        uint64_t mid = first + (last - first) / 2;
+
+        if (rbin_of_x(bits_double(mid)) >= hi)
+            last = mid;
+        else
+            first = mid + 1;
+    }
+    c->boundary = bits_double(first);
 }
 
 static int rbin(double v)
 {
-    double k;
+    double x;
+    uint64_t b, e, cell;
+    struct rb_cell *c;
 
     if (!(v > RHIST_LO)) /* also NaN */
         return 0;
-    k = log2(v / RHIST_LO) * RHIST_PER_OCTAVE;
-    return k >= RHIST_N - 1 ? RHIST_N - 1 : (int)k;
+    x = v / RHIST_LO;
+    memcpy(&b, &x, sizeof(b));
+    e = (b >> 52) - 1023; /* x >= 1: a positive exponent */
+    if (e >= RB_EXPS)
+        return rbin_of_x(x);
+    cell = e << RB_CELL_BITS | (b >> (52 - RB_CELL_BITS) & ((1u << RB_CELL_BITS) - 1));
+    c = &rb_cells[cell];
+    if (!c->known) {
+        uint64_t first = b & ~((1ull << (52 - RB_CELL_BITS)) - 1);
+
+        rb_learn(c, first, first + (1ull << (52 - RB_CELL_BITS)) - 1);
+    }
+    if (c->slow)
+        return rbin_of_x(x);
+    return c->lo == c->hi || x < c->boundary ? c->lo : c->hi;
 }
 
 static void rbin_add(struct rhist *h, int i, uint64_t count)

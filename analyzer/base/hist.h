@@ -24,9 +24,28 @@ struct hist {
     struct hist_exact *exact;   /* open addressing, HIST_EXACT_MAX * 2 slots */
     uint32_t nexact;
     bool overflow;
+    /* The last value added and where it went (valid when last_ok): traces repeat a handful of
+     * sizes, so most adds are one compare and three increments (hist.c). */
+    bool last_ok;
+    uint64_t last_v;
+    uint32_t last_log2, last_ll, last_slot;
 };
 
-void hist__add(struct hist *h, uint64_t v, uint64_t count);
+void hist__add_slow(struct hist *h, uint64_t v, uint64_t count);
+/* Adds count samples of value v; a repeat of the last value is counted inline. */
+static inline void hist__add(struct hist *h, uint64_t v, uint64_t count)
+{
+    if (h->last_ok && v == h->last_v && count) { /* seen before: min and max hold it */
+        h->n += count;
+        h->sum += v * count;
+        h->log2[h->last_log2] += count;
+        h->ll[h->last_ll] += count;
+        if (!h->overflow) /* exact slots never move; they are dropped whole on overflow */
+            h->exact[h->last_slot].count += count;
+        return;
+    }
+    hist__add_slow(h, v, count);
+}
 void hist__merge(struct hist *dst, const struct hist *src);
 /* Smallest value v such that at least p (0 < p <= 1) of the samples are <= v. */
 uint64_t hist__pct(const struct hist *h, double p);

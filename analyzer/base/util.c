@@ -52,7 +52,7 @@ char *xstrdup(const char *s)
     return xstrndup(s, strlen(s));
 }
 
-void grow_array(void **arr, size_t *cap, size_t need, size_t esz)
+void grow_array_slow(void **arr, size_t *cap, size_t need, size_t esz)
 {
     size_t ncap = *cap ? *cap : 8;
 

@@ -14,6 +14,12 @@ char *xstrndup(const char *s, size_t n);
 char *xstrdup(const char *s);
 
 /* Grow *arr (element size esz) so that index `need` fits; doubles capacity. */
-void grow_array(void **arr, size_t *cap, size_t need, size_t esz);
+void grow_array_slow(void **arr, size_t *cap, size_t need, size_t esz);
+/* The check inline: callers on the per-event path mostly find the room there. */
+static inline void grow_array(void **arr, size_t *cap, size_t need, size_t esz)
+{
+    if (need >= *cap)
+        grow_array_slow(arr, cap, need, esz);
+}
 
 #endif

@@ -28,14 +28,44 @@ struct cdec {
     uint32_t tid;
     int64_t base;
     struct strent strs[256];
+    /* The fast path's event, one per record kind: a kind's records set the same slots
+     * record after record, so clearing what the last one set and this one did not
+     * (direct()) is next to nothing. Zero at start, like event__clear leaves one. */
+    struct event ev[4];
 };
+
+/* Little-endian loads: one unaligned load each (the fields are packed), swapped on a
+ * big-endian host. */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define LE16(v) __builtin_bswap16(v)
+#define LE32(v) __builtin_bswap32(v)
+#define LE64(v) __builtin_bswap64(v)
+#else
+#define LE16(v) (v)
+#define LE32(v) (v)
+#define LE64(v) (v)
+#endif
 
 static inline __attribute__((always_inline)) uint64_t le(const unsigned char *p, unsigned w)
 {
-    uint64_t v = 0;
+    uint16_t v16;
+    uint32_t v32;
+    uint64_t v64;
+
+    switch (w) {
+    case 1:
+        return p[0];
+    case 2:
+        return memcpy(&v16, p, 2), LE16(v16);
+    case 4:
+        return memcpy(&v32, p, 4), LE32(v32);
+    case 8:
+        return memcpy(&v64, p, 8), LE64(v64);
+    }
+    v64 = 0; /* 3 bytes (no field has this width) */
     for (unsigned i = 0; i < w; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
+        v64 |= (uint64_t)p[i] << (8 * i);
+    return v64;
 }
 
 static inline __attribute__((always_inline)) int64_t sle(const unsigned char *p, unsigned w)
@@ -103,10 +133,31 @@ struct kind {
     const struct field *af[32]; /* the analyzer's field for each, NULL when it has none */
     uint8_t off[32];            /* each field's offset in the body */
     enum ev_kind ev;
+    /* For the fast path (direct() below), from af: fields the event takes (the analyzer
+     * has the key with the record's type), fields whose type it does not expect (the
+     * record then goes the checked way), and each taken field's slot in the event. */
+    uint32_t take, reject;
+    uint8_t slot[32];
 };
 #define KIND_ROW(type, name, LIST, flagw)                                                          \
     [type] = {#name, lf_##name, N_##name, flagw, BODY_##name, {0}},
 static struct kind kinds[4] = {TLSM_B2_KINDS(KIND_ROW)};
+
+/* Whether the fast path takes field i of k into the event, or sends the record the
+ * checked way (a type the analyzer does not expect), or leaves it (a key it does not use). */
+static void plan_field(struct kind *k, unsigned i)
+{
+    const struct field *af = k->af[i];
+    enum enc en = k->f[i].enc;
+    enum field_type want = en == E_S ? FT_STR : en == E_B ? FT_BOOL : FT_INT;
+
+    if (!af)
+        return;
+    if (af->type != want || (en == E_S && af->slot == S_EV))
+        k->reject |= 1u << i;
+    else
+        k->take |= 1u << i, k->slot[i] = (uint8_t)af->slot;
+}
 
 static void kinds_init(void)
 {
@@ -121,8 +172,10 @@ static void kinds_init(void)
     for (unsigned k = 1; k < 4; k++) {
         unsigned o = 0;
         kinds[k].ev = ev_kind__parse(kinds[k].name, strlen(kinds[k].name));
-        for (unsigned i = 0; i < kinds[k].n; i++)
+        for (unsigned i = 0; i < kinds[k].n; i++) {
             kinds[k].off[i] = (uint8_t)o, o += size[kinds[k].f[i].enc];
+            plan_field(&kinds[k], i);
+        }
     }
     done = true;
 }
@@ -195,36 +248,6 @@ static size_t render(const struct kind *k, const struct fval *f, const char *tai
     return w;
 }
 
-/* The record as an event for the model, through the analyzer's own field table (what
- * event__set_* do, inline: this runs for nearly every event). A field whose type the
- * analyzer does not expect sends the record to the line reader, which reports it. */
-static int fill(const struct kind *k, const struct fval *f, struct event *e)
-{
-    event__clear(e);
-    e->kind = k->ev;
-    for (unsigned i = 0; i < k->n; i++) {
-        const struct field *af = k->af[i];
-        if (!f[i].has || !af)
-            continue;
-        enum enc en = k->f[i].enc;
-        if (af->type != (en == E_S   ? FT_STR
-                         : en == E_B ? FT_BOOL
-                                     : FT_INT) ||
-            (en == E_S && af->slot == S_EV))
-            return -1;
-        if (en == E_S) {
-            e->s[af->slot].p = f[i].p, e->s[af->slot].n = f[i].n;
-            e->have_s |= 1u << af->slot;
-        } else if (en == E_B) {
-            e->have_tag_ok = true, e->tag_ok = f[i].v != 0;
-        } else {
-            e->i[af->slot] = f[i].v;
-            e->have_i |= 1u << af->slot;
-        }
-    }
-    return 0;
-}
-
 /* A record the fast path cannot take (an unknown kind for this analyzer, a tail it does not
  * scan, a type it rejects) goes through the line reader as text: its checks, its errors. */
 static void as_line(struct cdec *c, const struct kind *k, const struct fval *f, const char *tail,
@@ -238,26 +261,17 @@ static void as_line(struct cdec *c, const struct kind *k, const struct fval *f, 
         free(o);
 }
 
-/* The analysis path's fast way: the present fields straight from the body into the event,
- * through the analyzer's own field table, in code generated per kind (no branch on the
- * encoding per field). -1 for anything unusual (a string id not defined, a type the analyzer
- * does not expect, a kind it does not know, a tail its scanner declines): the record then
- * takes the checked way below. */
-static inline __attribute__((always_inline)) int set_i(struct event *e, const struct field *af,
-                                                       int64_t v)
-{
-    if (!af)
-        return 0;
-    if (af->type != FT_INT)
-        return -1;
-    e->i[af->slot] = v;
-    e->have_i |= 1u << af->slot;
-    return 0;
-}
-
-#define DIR_INT(i, v)                                                                              \
-    if ((fl >> (i)&1) && set_i(e, k->af[i], (v)))                                                  \
-        return -1;
+/* The analysis path's fast way: the fields the event takes straight from the body into
+ * their slots (kinds_init worked out which and where), in code generated per kind (no branch
+ * on the encoding per field). -1 for anything unusual (a string id not defined, a type the
+ * analyzer does not expect, a kind it does not know, a tail its scanner declines): the
+ * record then takes the checked way below. */
+#define DIR_INT(f_, v)                                                                             \
+    if (fl >> (f_)&1) {                                                                            \
+        unsigned sl_ = k->slot[f_]; /* loaded once: a store to e->i may alias a byte */            \
+        e->i[sl_] = (v);                                                                           \
+        hi |= 1u << sl_;                                                                           \
+    }
 #define DIR_T(key, i)   DIR_INT(i, t)
 #define DIR_TID(key, i) DIR_INT(i, (int64_t)c->tid)
 #define DIR_U8(key, i)  DIR_INT(i, (int64_t)q[0]) q += 1;
@@ -267,30 +281,38 @@ static inline __attribute__((always_inline)) int set_i(struct event *e, const st
 #define DIR_I16(key, i) DIR_INT(i, sle(q, 2)) q += 2;
 #define DIR_I32(key, i) DIR_INT(i, sle(q, 4)) q += 4;
 #define DIR_B(key, i)                                                                              \
-    if ((fl >> (i)&1) && k->af[i]) {                                                               \
-        if (k->af[i]->type != FT_BOOL)                                                             \
-            return -1;                                                                             \
+    if (fl >> (i)&1)                                                                               \
         e->have_tag_ok = true, e->tag_ok = q[0] != 0;                                              \
-    }                                                                                              \
     q += 1;
 #define DIR_S(key, i)                                                                              \
-    if ((fl >> (i)&1) && k->af[i]) {                                                               \
-        const struct field *af_ = k->af[i];                                                        \
-        if (af_->type != FT_STR || af_->slot == S_EV || !c->strs[q[0]].p)                          \
-            return -1;                                                                             \
-        e->s[af_->slot].p = c->strs[q[0]].p, e->s[af_->slot].n = c->strs[q[0]].n;                  \
-        e->have_s |= 1u << af_->slot;                                                              \
+    if (fl >> (i)&1) {                                                                             \
+        const struct strent *s_ = &c->strs[q[0]];                                                  \
+        if (!s_->p) {                                                                              \
+            rc = -1;                                                                               \
+            goto out;                                                                              \
+        }                                                                                          \
+        unsigned sl_ = k->slot[i];                                                                 \
+        e->s[sl_].p = s_->p, e->s[sl_].n = s_->n;                                                  \
+        hs |= 1u << sl_;                                                                           \
     }                                                                                              \
     q += 1;
 #define DIR_FIELD(key, enc) DIR_##enc(key, idx) idx++;
+/* fl: the present fields the event takes (k->take). The have bits gather in registers; out
+ * of line, so the kind, body, flags and event stay in registers too. */
 #define DIRECT(type, name, LIST, flagw)                                                            \
-    static int direct_##name(struct cdec *c, const struct kind *k, const unsigned char *q,         \
-                             uint32_t fl, int64_t t, struct event *e)                              \
+    static __attribute__((noinline)) int direct_##name(struct cdec *c, const struct kind *k,       \
+                                                       const unsigned char *q, uint32_t fl,        \
+                                                       int64_t t, struct event *e)                 \
     {                                                                                              \
         unsigned idx = 0;                                                                          \
+        uint32_t hi = 0, hs = 0;                                                                   \
+        int rc = 0;                                                                                \
         LIST(DIR_FIELD)                                                                            \
         (void)q;                                                                                   \
-        return 0;                                                                                  \
+    out:                                                                                           \
+        __attribute__((unused));                                                                   \
+        e->have_i = hi, e->have_s = hs;                                                            \
+        return rc;                                                                                 \
     }
 TLSM_B2_KINDS(DIRECT)
 
@@ -298,41 +320,26 @@ static int direct(struct cdec *c, const struct kind *k, const unsigned char *q, 
                   int64_t t, const char *tail, size_t tn, struct event *e)
 {
     int rc = -1;
-    event__clear(e);
-    e->kind = k->ev;
-    if (e->kind == EV_OTHER)
+    uint32_t old_i = e->have_i, old_s = e->have_s;
+    if (k->ev == EV_OTHER || (fl & k->reject)) {
+        event__clear(e);
         return -1;
+    }
+    /* The event is cleared after the record is in: only the slots the last event set and
+     * this one did not (every slot outside the have bits is 0, as event__clear leaves it). */
+    e->kind = k->ev;
+    e->have_i = e->have_s = 0;
+    e->have_tag_ok = e->tag_ok = false;
     switch (k - kinds) {
 #define CASE(type, name, LIST, flagw)                                                              \
     case type:                                                                                     \
-        rc = direct_##name(c, k, q, fl, t, e);                                                     \
+        rc = direct_##name(c, k, q, fl & k->take, t, e);                                           \
         break;
         TLSM_B2_KINDS(CASE)
 #undef CASE
     }
+    event__zero(e, old_i & ~e->have_i, old_s & ~e->have_s);
     return rc || (tn && scan__tail(tail, tn, e)) ? -1 : 0;
-}
-
-static void record(struct cdec *c, const struct kind *k, const struct fval *f, const char *tail,
-                   size_t tn)
-{
-    struct rd *r = c->r;
-    char err[200];
-    if (reader__jsonl || !r->header_seen) {
-        as_line(c, k, f, tail, tn);
-        return;
-    }
-    r->lineno++;
-    if (fill(k, f, &r->ev) || r->ev.kind == EV_OTHER || (tn && scan__tail(tail, tn, &r->ev))) {
-        r->lineno--;
-        as_line(c, k, f, tail, tn);
-        return;
-    }
-    r->t->lines++;
-    if (model__event(r->m, r->t, &r->ev, err, sizeof(err)))
-        rd_skipped(r, err);
-    else
-        r->t->events++;
 }
 
 /* One fixed record at p (type byte included); returns its length, 0 when damaged. */
@@ -358,11 +365,12 @@ static size_t fixed(struct cdec *c, const unsigned char *p, const unsigned char 
     c->base = t;
     const char *tail = (const char *)p + n + (tn ? 2 : 0);
     struct rd *r = c->r;
-    if (!reader__jsonl && r->header_seen && !direct(c, k, p + head, fl, t, tail, tn, &r->ev)) {
+    struct event *e = &c->ev[p[0]];
+    if (!reader__jsonl && r->header_seen && !direct(c, k, p + head, fl, t, tail, tn, e)) {
         char err[200];
         r->lineno++;
         r->t->lines++;
-        if (model__event(r->m, r->t, &r->ev, err, sizeof(err)))
+        if (model__event(r->m, r->t, e, err, sizeof(err)))
             rd_skipped(r, err);
         else
             r->t->events++;
@@ -379,7 +387,9 @@ static size_t fixed(struct cdec *c, const unsigned char *p, const unsigned char 
     }
     if (why)
         return bad(c, p, base, why), 0;
-    record(c, k, f, tail, tn);
+    /* Not for the fast path (--jsonl, no header yet, or one of its reasons): as text, through
+     * the line reader's checks and errors. */
+    as_line(c, k, f, tail, tn);
     return n + (tn ? 2 + tn : 0);
 }
 

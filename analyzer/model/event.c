@@ -132,12 +132,7 @@ void event__reset(struct event *e)
 
 void event__clear(struct event *e)
 {
-    uint32_t m;
-
-    for (m = e->have_i & ((1u << I_N) - 1); m; m &= m - 1)
-        e->i[__builtin_ctz(m)] = 0;
-    for (m = e->have_s & ((1u << S_N) - 1); m; m &= m - 1)
-        e->s[__builtin_ctz(m)] = (struct strv){NULL, 0};
+    event__zero(e, e->have_i, e->have_s);
     e->kind = EV_OTHER;
     e->have_i = e->have_s = 0;
     e->have_tag_ok = e->tag_ok = false;

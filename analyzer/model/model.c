@@ -13,6 +13,13 @@ void model__init(struct model *m)
     m->names[m->nnames++] = xstrdup(""); /* index 0: "not given" */
 }
 
+static int name_add(struct model *m, char *s)
+{
+    m->names[m->nnames] = s;
+    m->name_len[m->nnames] = strlen(s);
+    return m->nnames++;
+}
+
 static void free_trace(struct trace *t)
 {
     int i;
@@ -67,23 +74,63 @@ struct trace *model__new_trace(struct model *m, const char *file)
     return t;
 }
 
+static uint64_t load8(const char *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static uint32_t load4(const char *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Names are a few bytes to a few dozen: two overlapping loads per side up to 16 bytes, in
+ * place of a call into libc's memcmp (every rec compares two). */
+static bool same_bytes(const char *a, const char *b, size_t n)
+{
+    if (n >= 8 && n <= 16)
+        return load8(a) == load8(b) && load8(a + n - 8) == load8(b + n - 8);
+    if (n >= 4 && n < 8)
+        return load4(a) == load4(b) && load4(a + n - 4) == load4(b + n - 4);
+    return !memcmp(a, b, n);
+}
+
+static bool name_is(const struct model *m, int i, const char *p, size_t n)
+{
+    return m->name_len[i] == n && same_bytes(m->names[i], p, n);
+}
+
+/* Every rec interns its cipher and path: a hint per (length, end bytes) names the index a
+ * lookup of the same bytes found before. A hint is only ever the first index holding its
+ * bytes (a name cut at a NUL byte gets none), so it gives what the scan would. */
 int model__intern(struct model *m, const char *p, size_t n)
 {
-    int i;
+    int i, *hint;
 
     if (!n)
         return 0;
+    hint = &m->name_hint[(n * 31u + (unsigned char)p[0] * 7u + (unsigned char)p[n - 1]) & 15];
+    if (*hint && name_is(m, *hint, p, n))
+        return *hint;
     for (i = 1; i < m->nnames; i++)
-        if (strlen(m->names[i]) == n && !memcmp(m->names[i], p, n))
-            return i;
+        if (name_is(m, i, p, n))
+            return *hint = i;
     /* A trace has a handful of ciphers, paths and suites; a flood of new names (a broken
      * or hostile trace) is folded into one so memory stays bounded. */
     if (m->nnames == MAX_NAMES - 1)
-        m->names[m->nnames++] = xstrdup("(other)");
+        name_add(m, xstrdup("(other)"));
     if (m->nnames == MAX_NAMES)
         return MAX_NAMES - 1;
-    m->names[m->nnames] = xstrndup(p, n);
-    return m->nnames++;
+    i = name_add(m, xstrndup(p, n));
+    if (m->name_len[i] == n)
+        *hint = i;
+    return i;
 }
 
 const char *model__name(const struct model *m, int idx)
@@ -181,56 +228,89 @@ static uint64_t rec_ct(const struct event *e)
     return e->i[I_LEN] > over ? (uint64_t)(e->i[I_LEN] - over) : 0;
 }
 
-static void stats_rec(struct stats *s, const struct event *e)
+/* What one rec adds to each stats it counts in (model, trace, bucket, connection, thread):
+ * worked out once per event, added five times. */
+struct rec_add {
+    uint64_t app, tag_fail, len, ct, pt, crypto_ns, gcm_ns, gcm_dec, gcm_ctr, gcm_both;
+};
+
+static void rec_add_of(struct rec_add *d, const struct event *e)
 {
     uint64_t gb = pos(e->i[I_GCM_BYTES]);
     struct strv fn = e->s[S_GCM_FN];
 
-    s->recs++;
-    if (e->i[I_TYPE] == 23)
-        s->recs_app++;
-    else
-        s->recs_other++;
-    if (e->have_tag_ok && !e->tag_ok)
-        s->tag_fail++;
-    s->rec_len += pos(e->i[I_LEN]);
-    s->rec_ct += rec_ct(e);
-    s->rec_pt += pos(e->i[I_PT]);
-    s->crypto_ns += pos(e->i[I_CRYPTO_NS]);
-    s->gcm_ns += pos(e->i[I_GCM_NS]);
+    *d = (struct rec_add){.app = e->i[I_TYPE] == 23,
+                          .tag_fail = e->have_tag_ok && !e->tag_ok,
+                          .len = pos(e->i[I_LEN]),
+                          .ct = rec_ct(e),
+                          .pt = pos(e->i[I_PT]),
+                          .crypto_ns = pos(e->i[I_CRYPTO_NS]),
+                          .gcm_ns = pos(e->i[I_GCM_NS])};
     if (!(e->have_s & (1u << S_GCM_FN)))
         return;
     if (strv_eq(fn, "decrypt") || strv_eq(fn, "encrypt")) /* the plain entry, per direction */
-        s->gcm_dec += gb;
+        d->gcm_dec = gb;
     else if (strv_eq(fn, "ctr32"))
-        s->gcm_ctr += gb;
+        d->gcm_ctr = gb;
     else if (strv_eq(fn, "both"))
-        s->gcm_both += gb;
+        d->gcm_both = gb;
 }
 
-static void stats_read(struct stats *s, const struct event *e)
+static void stats_rec(struct stats *s, const struct rec_add *d)
+{
+    s->recs++;
+    s->recs_app += d->app;
+    s->recs_other += !d->app;
+    s->tag_fail += d->tag_fail;
+    s->rec_len += d->len;
+    s->rec_ct += d->ct;
+    s->rec_pt += d->pt;
+    s->crypto_ns += d->crypto_ns;
+    s->gcm_ns += d->gcm_ns;
+    s->gcm_dec += d->gcm_dec;
+    s->gcm_ctr += d->gcm_ctr;
+    s->gcm_both += d->gcm_both;
+}
+
+/* The same for a read (model, trace, connection, thread). */
+struct read_add {
+    bool peek;
+    uint64_t ok, got, want_read, zero_ret, want, want_big, read_ns, recs;
+};
+
+static void read_add_of(struct read_add *d, const struct event *e)
 {
     /* A peek returns bytes a later read returns again: counting them would double the
      * bytes received. Its records (decrypted during the peek) are counted with the recs. */
-    if ((e->have_s & (1u << S_FN)) &&
-        (strv_eq(e->s[S_FN], "SSL_peek") || strv_eq(e->s[S_FN], "SSL_peek_ex"))) {
+    *d = (struct read_add){
+        .peek = (e->have_s & (1u << S_FN)) &&
+                (strv_eq(e->s[S_FN], "SSL_peek") || strv_eq(e->s[S_FN], "SSL_peek_ex")),
+        .ok = e->i[I_GOT] > 0,
+        .got = pos(e->i[I_GOT]),
+        .want_read = e->i[I_GOT] <= 0 && e->i[I_ERR] == 2,
+        .zero_ret = e->i[I_GOT] <= 0 && e->i[I_ERR] == 6,
+        .want = pos(e->i[I_WANT]),
+        .want_big = e->i[I_WANT] > TLS_RECORD_PT_MAX,
+        .read_ns = pos(e->i[I_NS]),
+        .recs = pos(e->i[I_RECS])};
+}
+
+static void stats_read(struct stats *s, const struct read_add *d)
+{
+    s->recs_in_reads += d->recs;
+    if (d->peek) {
         s->peeks++;
-        s->recs_in_reads += pos(e->i[I_RECS]);
         return;
     }
     s->reads++;
-    if (e->i[I_GOT] > 0) {
-        s->reads_ok++;
-        s->got += (uint64_t)e->i[I_GOT];
-    } else {
-        s->reads_fail++;
-        s->want_read += e->i[I_ERR] == 2;
-        s->zero_ret += e->i[I_ERR] == 6;
-    }
-    s->want += pos(e->i[I_WANT]);
-    s->want_big += e->i[I_WANT] > TLS_RECORD_PT_MAX;
-    s->read_ns += pos(e->i[I_NS]);
-    s->recs_in_reads += pos(e->i[I_RECS]);
+    s->reads_ok += d->ok;
+    s->reads_fail += !d->ok;
+    s->got += d->got;
+    s->want_read += d->want_read;
+    s->zero_ret += d->zero_ret;
+    s->want += d->want;
+    s->want_big += d->want_big;
+    s->read_ns += d->read_ns;
 }
 
 static void see_time(struct trace *t, int64_t at, int64_t dur)
@@ -248,21 +328,23 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
     int cipher = model__intern(m, e->s[S_CIPHER].p, e->s[S_CIPHER].n);
     int path = model__intern(m, e->s[S_PATH].p, e->s[S_PATH].n);
     struct bucket *b;
+    struct rec_add d;
 
     if (!event__has(e, I_LEN) || !event__has(e, I_CRYPTO_NS)) {
         snprintf(err, errlen, "rec without \"len\" or \"crypto_ns\"");
         return -1;
     }
-    stats_rec(&m->st, e);
-    stats_rec(&t->st, e);
+    rec_add_of(&d, e);
+    stats_rec(&m->st, &d);
+    stats_rec(&t->st, &d);
     if (e->i[I_TYPE] == 23 && event__has(e, I_READ) && e->i[I_READ] == 0)
         t->recs_outside_reads++; /* its read bypassed the hooks (verdict_blind.c) */
     b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
-    stats_rec(&b->st, e);
+    stats_rec(&b->st, &d);
     classes__rec(t, b, e);
-    model__bucket_impl(b, e, rec_ct(e));
-    stats_rec(&conn_get(m, t, e->i[I_CONN])->st, e);
-    stats_rec(&thread_get(m, t, e->i[I_TID])->st, e);
+    model__bucket_impl(b, e, d.ct);
+    stats_rec(&conn_get(m, t, e->i[I_CONN])->st, &d);
+    stats_rec(&thread_get(m, t, e->i[I_TID])->st, &d);
     hist__add(&m->rec_len, pos(e->i[I_LEN]), 1);
     stacks__rec(&m->stacks, ti, e, cipher, path);
     see_time(t, e->i[I_T], e->i[I_CRYPTO_NS]);
@@ -272,14 +354,17 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
 static int feed_read(struct model *m, struct trace *t, const struct event *e, char *err,
                      size_t errlen)
 {
+    struct read_add d;
+
     if (!event__has(e, I_GOT)) {
         snprintf(err, errlen, "read without \"got\"");
         return -1;
     }
-    stats_read(&m->st, e);
-    stats_read(&t->st, e);
-    stats_read(&conn_get(m, t, e->i[I_CONN])->st, e);
-    stats_read(&thread_get(m, t, e->i[I_TID])->st, e);
+    read_add_of(&d, e);
+    stats_read(&m->st, &d);
+    stats_read(&t->st, &d);
+    stats_read(&conn_get(m, t, e->i[I_CONN])->st, &d);
+    stats_read(&thread_get(m, t, e->i[I_TID])->st, &d);
     if (e->i[I_GOT] > 0)
         hist__add(&m->read_got, (uint64_t)e->i[I_GOT], 1);
     if (event__has(e, I_WANT))

@@ -232,8 +232,10 @@ struct model {
         uint32_t ti, idx1;
         int64_t id;
     } conn_cache[16], thread_cache[16];
-    char *names[MAX_NAMES]; /* interned strings: ciphers, paths, suites, ... */
+    char *names[MAX_NAMES];     /* interned strings: ciphers, paths, suites, ... */
+    size_t name_len[MAX_NAMES]; /* strlen of each */
     int nnames;
+    int name_hint[16]; /* recent model__intern results, by length and end bytes (model.c) */
     struct hist read_got, read_want, rec_len, recs_per_read;
     struct stats st;
     struct stacks stacks; /* call stacks and the crypto weight per stack */

@@ -44,6 +44,12 @@ struct strace *stacks__trace(struct stacks *s, uint32_t ti)
     return &s->traces[ti];
 }
 
+/* stacks__trace for the per-event path: the trace is there after its first event. */
+static inline struct strace *trace_at(struct stacks *s, uint32_t ti)
+{
+    return ti < s->ntraces ? &s->traces[ti] : stacks__trace(s, ti);
+}
+
 void stacks__header(struct stacks *s, uint32_t ti, json_t *config)
 {
     json_t *v = json_object_get(config, "TLSMETER_STACKS");
@@ -103,7 +109,7 @@ static void add_synthetic(struct stacks *s, uint32_t ti, const struct spend *p)
 static void attribute(struct stacks *s, uint32_t ti, uint32_t id, const struct spend *p,
                       bool sampled)
 {
-    struct strace *t = stacks__trace(s, ti);
+    struct strace *t = trace_at(s, ti);
 
     if (!id) {
         t->ns_none += p->ns;
@@ -119,15 +125,21 @@ static void attribute(struct stacks *s, uint32_t ti, uint32_t id, const struct s
 
 static struct sthread *thread_get(struct stacks *s, uint32_t ti, int64_t tid)
 {
-    long i = imap__get(&s->thread_map, ti, (uint64_t)tid);
+    long i;
     struct sthread *th;
 
-    if (i >= 0)
+    if (s->last_thread && (th = &s->threads[s->last_thread - 1])->trace == ti && th->tid == tid)
+        return th; /* a thread's rec and read come in a row */
+    i = imap__get(&s->thread_map, ti, (uint64_t)tid);
+    if (i >= 0) {
+        s->last_thread = (size_t)i + 1;
         return &s->threads[i];
+    }
     grow_array((void **)&s->threads, &s->cap_threads, s->nthreads, sizeof(*s->threads));
     th = &s->threads[s->nthreads];
     th->trace = ti, th->tid = tid;
     imap__put(&s->thread_map, ti, (uint64_t)tid, (uint32_t)s->nthreads++);
+    s->last_thread = s->nthreads;
     return th;
 }
 
@@ -136,7 +148,7 @@ static void resolve_pending(struct stacks *s, struct sthread *th, uint32_t read_
 {
     uint32_t id = read_stack      ? read_stack
                   : th->last_read ? th->last_read
-                                  : stacks__trace(s, th->trace)->last_rec[1];
+                                  : trace_at(s, th->trace)->last_rec[1];
     size_t i;
 
     for (i = 0; i < th->npend; i++)
@@ -183,7 +195,7 @@ void stacks__rec(struct stacks *s, uint32_t ti, const struct event *e, int ciphe
                       .ns = pos(e->i[I_CRYPTO_NS]),
                       .bytes = rec_bytes(e)};
     struct sthread *th = thread_get(s, ti, e->i[I_TID]);
-    struct strace *t = stacks__trace(s, ti);
+    struct strace *t = trace_at(s, ti);
     int k = e->i[I_READ] > 0;
     uint32_t id = stack_id(e);
 

@@ -71,6 +71,7 @@ struct stacks {
     size_t nw, cap_w;
     struct sthread *threads;
     size_t nthreads, cap_threads;
+    size_t last_thread; /* index + 1 of the thread thread_get found last (0: none) */
     struct imap stack_map, w_map, synth_map, thread_map, read_map;
 };
 

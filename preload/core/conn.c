@@ -11,6 +11,7 @@
 #include "base/table.h"
 #include "trace/thread.h"
 #include "trace/trace.h"
+#include "trace/trace2_fixed.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <time.h>
 
 struct tlsm_conn_state {
+    const SSL *key; /* the connection it is for, NULL once freed (the lookup cache) */
     uint32_t id;
     bool opened; /* open event written */
     struct tlsm_obj *lib;
@@ -45,14 +47,38 @@ static int64_t ns_since_t0(uint64_t ticks)
     return (int64_t)tlsm_ticks_to_ns(ticks - tlsm_trace_t0);
 }
 
-void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+/* The connection this thread entered last: a program reading in small pieces enters the same
+ * one call after call, so one compare instead of a hash probe. Taken only while the state
+ * still names ssl (SSL_free clears its key; a state reused for another SSL* names that). */
+static __thread struct {
+    const SSL *ssl;
+    struct tlsm_conn_state *cs;
+} last __attribute__((tls_model("initial-exec")));
+
+static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(const SSL *ssl,
+                                                                             struct tlsm_obj *lib)
 {
-    struct tlsm_thread *th = &tlsm_th;
-    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
-    if (cs && !cs->id) {
+    struct tlsm_conn_state *cs = last.cs;
+    if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
+        __atomic_load_n(&cs->key, __ATOMIC_RELAXED) == ssl)
+        return cs;
+    cs = tlsm_table_put(&conns, ssl);
+    if (!cs)
+        return NULL;
+    if (!cs->id) {
         cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
         cs->lib = lib;
+        __atomic_store_n(&cs->key, ssl, __ATOMIC_RELAXED);
     }
+    last.ssl = ssl, last.cs = cs;
+    return cs;
+}
+
+static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_scope *sc,
+                                                             const SSL *ssl, struct tlsm_obj *lib)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct tlsm_conn_state *cs = conn_of(ssl, lib);
     sc->prev_conn = th->conn;
     sc->prev_cs = th->conn_state;
     sc->cs = cs;
@@ -86,11 +112,21 @@ static void hs_account(struct tlsm_conn_scope *sc)
     th->hs_cur = sc->prev_hs;
 }
 
-void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+static inline __attribute__((always_inline)) void conn_leave(struct tlsm_conn_scope *sc)
 {
     hs_account(sc);
     tlsm_th.conn = sc->prev_conn;
     tlsm_th.conn_state = sc->prev_cs;
+}
+
+void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    conn_enter(sc, ssl, lib);
+}
+
+void tlsm_conn_leave(struct tlsm_conn_scope *sc)
+{
+    conn_leave(sc);
 }
 
 uint32_t tlsm_conn_current(void)
@@ -172,7 +208,7 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
     maybe_open(cs, ssl, t1);
 }
 
-void tlsm_io_begin(enum tlsm_dir dir)
+static inline __attribute__((always_inline)) void io_begin(enum tlsm_dir dir)
 {
     struct tlsm_io_tally *io = &tlsm_th.io[dir];
     io->active = true;
@@ -180,6 +216,13 @@ void tlsm_io_begin(enum tlsm_dir dir)
     io->recs = 0;
     io->preempt = 0;
     io->crypto_ns = 0;
+}
+
+void tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib,
+                   enum tlsm_dir dir)
+{
+    conn_enter(sc, ssl, lib);
+    io_begin(dir);
 }
 
 void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
@@ -221,42 +264,107 @@ static const struct {
     } want, got;
 } io_keys[2] = {{IO_KEY("want"), IO_KEY("got")}, {IO_KEY("asked"), IO_KEY("written")}};
 
-static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                     int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+/* What a read or write event is made of (write_io to its two writers). */
+struct io_line {
+    const struct tlsm_conn_state *cs;
+    const char *fn;
+    int64_t want, got;
+    bool has_err;
+    int err;
+    uint64_t t0, t1;
+    uint32_t stack;
+};
+
+/* Format 2: the read record straight into the thread's chunk (trace/trace2_fixed.h); false
+ * when it must go the line way: format 1, no room at hand, a value its field cannot hold, a
+ * stack id (read records have no field for it: a tail), and writes (their fn and ns keys are
+ * a tail too, as the staged path writes them). */
+static bool io_fixed(enum tlsm_dir dir, const struct io_line *l)
+{
+    const struct tlsm_thread *th = &tlsm_th;
+    const struct tlsm_io_tally *io = &th->io[dir];
+    struct tlsm_trace_room w;
+    if (dir != TLSM_DIR_IN || l->stack || !tlsm_trace_room_take(&w))
+        return false;
+    uint8_t nstr = w.s->nstr;
+    int64_t base = w.s->base_t;
+#define H(k) TLSM_B2_HAS(read, k)
+    struct tlsm_b2_read v = {
+        .have = H(t) | H(tid) | H(conn) | H(id) | H(fn) | H(want) | H(got) |
+                (l->has_err ? H(err) : 0) | H(ns) | H(recs) | H(crypto_ns) |
+                (io->preempt ? H(preempt) : 0),
+#undef H
+        .t = ns_since_t0(l->t0),
+        .tid = th->tid,
+        .conn = l->cs ? l->cs->id : 0,
+        .id = (int64_t)io->id,
+        .fn = l->fn,
+        .want = l->want,
+        .got = l->got,
+        .err = l->err,
+        .ns = (int64_t)tlsm_ticks_to_ns(l->t1 - l->t0),
+        .recs = io->recs,
+        .crypto_ns = (int64_t)io->crypto_ns,
+        .preempt = io->preempt,
+    };
+    size_t n = tlsm_b2_fixed_read(w.s, w.p, w.end, &v, NULL, 0);
+    if (!n)
+        tlsm_b2_undo(w.s, nstr, base);
+    tlsm_trace_room_done(n);
+    return n != 0;
+}
+
+/* The event through the JSON builder: format 1, and what io_fixed gave up. */
+static void io_json(enum tlsm_dir dir, const struct io_line *l)
 {
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_io_tally *io = &th->io[dir];
     char line[512];
     struct tlsm_json j;
     tlsm_json_begin(&j, line, sizeof(line), dir == TLSM_DIR_OUT ? TLSM_EV(WRITE) : TLSM_EV(READ));
-    tlsm_json_int(&j, "t", ns_since_t0(t0));
+    tlsm_json_int(&j, "t", ns_since_t0(l->t0));
     tlsm_json_int(&j, "tid", th->tid);
-    tlsm_json_int(&j, "conn", cs ? cs->id : 0);
+    tlsm_json_int(&j, "conn", l->cs ? l->cs->id : 0);
     tlsm_json_int(&j, "id", (int64_t)io->id);
-    tlsm_json_safe(&j, "fn", fn);
-    tlsm_json_int_k(&j, io_keys[dir].want.k, io_keys[dir].want.n, want);
-    tlsm_json_int_k(&j, io_keys[dir].got.k, io_keys[dir].got.n, got);
-    if (got <= 0 && cs && cs->lib && cs->lib->abi.ssl_error) {
-        th->guard++;
-        tlsm_json_int(&j, "err", cs->lib->abi.ssl_error(ssl, ret));
-        th->guard--;
-    }
-    tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(t1 - t0));
+    tlsm_json_safe(&j, "fn", l->fn);
+    tlsm_json_int_k(&j, io_keys[dir].want.k, io_keys[dir].want.n, l->want);
+    tlsm_json_int_k(&j, io_keys[dir].got.k, io_keys[dir].got.n, l->got);
+    if (l->has_err)
+        tlsm_json_int(&j, "err", l->err);
+    tlsm_json_int(&j, "ns", (int64_t)tlsm_ticks_to_ns(l->t1 - l->t0));
     tlsm_json_int(&j, "recs", io->recs);
     tlsm_json_int(&j, "crypto_ns", (int64_t)io->crypto_ns);
     if (io->preempt)
         tlsm_json_int(&j, "preempt", io->preempt);
-    /* Reads and writes are both call-site samples (a write's site differs from a read's). */
-    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_READ);
-    if (stack)
-        tlsm_json_int(&j, "stack", stack);
+    if (l->stack)
+        tlsm_json_int(&j, "stack", l->stack);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
 }
 
-void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                     int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    struct io_line l = {.cs = cs, .fn = fn, .want = want, .got = got, .t0 = t0, .t1 = t1};
+    if (got <= 0 && cs && cs->lib && cs->lib->abi.ssl_error) {
+        th->guard++;
+        l.err = cs->lib->abi.ssl_error(ssl, ret);
+        l.has_err = true;
+        th->guard--;
+    }
+    /* Reads and writes are both call-site samples (a write's site differs from a read's); the
+     * sample may write its stack event, before this one. */
+    l.stack = tlsm_cfg.stacks ? tlsm_stack_sample(th->site, TLSM_STACK_READ) : 0;
+    if (!io_fixed(dir, &l))
+        io_json(dir, &l);
+}
+
+static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope *sc, const SSL *ssl,
+                                                         enum tlsm_dir dir, const char *fn,
+                                                         int64_t want, int ret, int64_t got,
+                                                         uint64_t t0, uint64_t t1)
 {
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_io_tally *io = &th->io[dir];
@@ -294,6 +402,13 @@ void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, 
         write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
 }
 
+void tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                   int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    io_end(sc, ssl, dir, fn, want, ret, got, t0, t1);
+    conn_leave(sc);
+}
+
 void tlsm_conn_free(const SSL *ssl)
 {
     struct tlsm_conn_state *cs = ssl ? tlsm_table_get(&conns, ssl) : NULL;
@@ -324,5 +439,6 @@ void tlsm_conn_free(const SSL *ssl)
         if (n)
             tlsm_trace_line(line, n);
     }
+    __atomic_store_n(&cs->key, NULL, __ATOMIC_RELAXED); /* before the slot can be reused */
     tlsm_table_del(&conns, ssl);
 }

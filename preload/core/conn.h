@@ -36,12 +36,13 @@ void tlsm_conn_handshake_done(struct tlsm_conn_scope *sc, const SSL *ssl, uint64
 /* An SSL_write/SSL_read call returned before the handshake was seen complete. */
 void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, uint64_t t0,
                                   uint64_t t1);
-/* A read (dir in) or write (dir out) is starting / has returned: one code for both, the
- * event kind and its key names come from the direction (read: want/got, write:
- * asked/written). */
-void tlsm_io_begin(enum tlsm_dir dir);
-void tlsm_io_end(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                 int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1);
+/* Around a read (dir in) or write (dir out) hook: tlsm_conn_enter and the call's tally begun;
+ * the call's event and totals, then tlsm_conn_leave. One code for both directions, the event
+ * kind and its key names come from the direction (read: want/got, write: asked/written). */
+void tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib,
+                   enum tlsm_dir dir);
+void tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+                   int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1);
 /* A record of direction dir finished on this thread: count it for the current call of its
  * direction and the connection (crypto_ns as in its rec event; preempted: it carries a
  * `preempt` flag). */

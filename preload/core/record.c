@@ -14,6 +14,7 @@
 #include "base/table.h"
 #include "trace/thread.h"
 #include "trace/trace.h"
+#include "trace/trace2_fixed.h"
 
 #include <openssl/obj_mac.h>
 #include <string.h>
@@ -27,6 +28,19 @@ static void rec_begin(void *arg, struct tlsm_rsm_ctx *c);
 static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt);
 static void rec_forgotten(void *arg, struct tlsm_rsm_ctx *c, bool was_open);
 const struct tlsm_rsm_sink tlsm_rec_sink = {NULL, rec_begin, rec_done, rec_forgotten};
+
+/* What a finished record's event is made of (rec_done to its writers). */
+struct rec_line {
+    const struct tlsm_rsm_ctx *c;
+    const struct tlsm_rec_state *st;
+    const struct tlsm_cpu_span *sp;
+    bool ok;
+    int32_t pt;
+    int impl;
+    uint32_t stack;
+};
+static bool rec_fixed(const struct tlsm_thread *th, const struct rec_line *r);
+static void rec_json(const struct tlsm_thread *th, const struct rec_line *r);
 
 /* The state of the context c belongs to (c is its first member). */
 static struct tlsm_rec_state *state_of(struct tlsm_rsm_ctx *c)
@@ -44,9 +58,14 @@ uint64_t tlsm_rec_untracked(void)
     return ctxs.full;
 }
 
-struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx)
+__thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+
+struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx)
 {
-    return ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
+    struct tlsm_rec_state *st = ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
+    if (st && __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx)
+        tlsm_rec_last = (struct tlsm_rec_last){ctx, st};
+    return st;
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
@@ -54,7 +73,8 @@ void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx)
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
     if (!st)
         return;
-    tlsm_rsm_forget(&tlsm_rec_sink, &st->rsm); /* the sink's forgotten() lets reroute go */
+    tlsm_rsm_forget(&tlsm_rec_sink, &st->rsm);          /* the sink's forgotten() lets reroute go */
+    __atomic_store_n(&st->key, NULL, __ATOMIC_RELAXED); /* before the slot can be reused */
     tlsm_table_del(&ctxs, ctx);
 }
 
@@ -117,6 +137,7 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
     if (tlsm_rec_obs.forget) /* re-keyed with a new cipher: the old shadow is stale */
         tlsm_rec_obs.forget(st);
     memset(st, 0, sizeof(*st));
+    __atomic_store_n(&st->key, ctx, __ATOMIC_RELAXED);
     /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
     tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, dir, strncmp(name, "AES", 3) ? 0 : 8);
     st->lib = target;
@@ -128,38 +149,11 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
         tlsm_rec_obs.keyed(st, key, iv, has_params);
 }
 
-void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
-                      uint64_t t_entry)
+void tlsm_rec_keyed(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                    const unsigned char *iv, int enc, bool has_params, const void *caller,
+                    struct tlsm_obj *target)
 {
-    (void)caller;
-    (void)target;
-    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
-    if (!st)
-        return;
-    unsigned given =
-        (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
-    tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
-}
-
-void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
-                         const void *caller, struct tlsm_obj *target, int ret)
-{
-    bool has_params = params && params[0].key; /* an empty list sets nothing */
-    if (ret <= 0)
-        return;
-    if (cipher) {
-        track(ctx, cipher, key, iv, enc, has_params, caller, target);
-        return;
-    }
-    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
-    if (!st)
-        return;
-    if (tlsm_rec_obs.mirror_init)
-        tlsm_rec_obs.mirror_init(st, key, iv, enc, has_params);
-    if (st->rsm.in_rec && !key && iv && tlsm_rec_obs.record_begin)
-        tlsm_rec_obs.record_begin(st);
+    track(ctx, cipher, key, iv, enc, has_params, caller, target);
 }
 
 static void rec_begin(void *arg, struct tlsm_rsm_ctx *c)
@@ -227,8 +221,100 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     }
     if (!tlsm_cfg.records || !tlsm_trace_ready())
         return;
-    static const char *const fns[2][4] = {{"none", "decrypt", "ctr32", "both"},
+    struct rec_line r = {
+        .c = c,
+        .st = st,
+        .sp = &sp,
+        .ok = ok,
+        .pt = pt,
+        .impl = impl,
+        .stack = tlsm_cfg.stacks ? tlsm_stack_sample(th->site, TLSM_STACK_REC)
+                                 : 0, /* may write its stack event */
+    };
+    if (!rec_fixed(th, &r))
+        rec_json(th, &r);
+}
+
+static const char *const gcm_fns[2][4] = {{"none", "decrypt", "ctr32", "both"},
                                           {"none", "encrypt", "ctr32", "both"}};
+
+static const char *tls_name(const struct tlsm_rsm_ctx *c)
+{
+    return c->tls == TLSM_TLS12 ? "1.2" : c->tls == TLSM_TLS13 ? "1.3" : "?";
+}
+
+/* wall_ns is written only where it tells something: perf-clock, and off crypto_ns by > 1 us. */
+static bool wall_differs(const struct tlsm_thread *th, const struct tlsm_cpu_span *sp)
+{
+    return th->cpu_kind == TLSM_CPU_PERF_CLOCK &&
+           (sp->wall_ns > sp->cpu_ns + 1000 || sp->cpu_ns > sp->wall_ns + 1000);
+}
+
+/* Format 2: the rec record straight into the thread's chunk (trace/trace2_fixed.h); false when
+ * it must go the line way (format 1, no room at hand, a value its field cannot hold). */
+static bool rec_fixed(const struct tlsm_thread *th, const struct rec_line *r)
+{
+    struct tlsm_trace_room w;
+    if (!tlsm_trace_room_take(&w))
+        return false;
+    const struct tlsm_rsm_ctx *c = r->c;
+    const struct tlsm_rec_state *st = r->st;
+    bool out = c->dir == TLSM_DIR_OUT;
+    const struct tlsm_io_tally *io = &th->io[out];
+    bool wall = wall_differs(th, r->sp);
+#define H(k) TLSM_B2_HAS(rec, k)
+    struct tlsm_b2_rec v = {
+        .have = H(t) | H(tid) | H(conn) | (out ? H(write) : H(read)) | H(dir) | H(tls) | H(type) |
+                H(len) | H(pt) | H(cipher) | H(crypto_ns) | (r->sp->preempt ? H(preempt) : 0) |
+                (wall ? H(wall_ns) : 0) | H(gcm_ns) | H(gcm_bytes) | H(gcm_fn) | H(path) |
+                H(tag_ok) | H(lib) | (r->impl ? H(impl) : 0) | (st->verdict ? H(verify) : 0) |
+                (r->stack ? H(stack) : 0),
+#undef H
+        .t = (int64_t)tlsm_ticks_to_ns(c->t0 - tlsm_trace_t0),
+        .tid = th->tid,
+        .conn = st->conn,
+        .dir = out ? "out" : "in",
+        .tls = tls_name(c),
+        .type = c->type,
+        .len = c->len,
+        .pt = r->pt,
+        .cipher = c->cipher,
+        .crypto_ns = (int64_t)r->sp->cpu_ns,
+        .preempt = r->sp->preempt,
+        .wall_ns = wall ? (int64_t)r->sp->wall_ns : 0,
+        .gcm_ns = (int64_t)tlsm_cpu_delta_ns(th, c->gcm_ticks),
+        .gcm_bytes = (int64_t)c->gcm_bytes,
+        .gcm_fn = gcm_fns[out][c->gcm_fns & 3],
+        .path = st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native",
+        .tag_ok = r->ok,
+        .lib = st->routed ? st->backend_lib
+               : st->lib  ? st->lib->lib_id
+                          : 0,
+        .impl = r->impl,
+        .verify = st->verdict ? (st->verdict > 0 ? "same" : "mismatch") : NULL,
+        .stack = r->stack,
+    };
+    int64_t id = io->active ? (int64_t)io->id : 0;
+    if (out)
+        v.write = id;
+    else
+        v.read = id;
+    uint8_t nstr = w.s->nstr;
+    int64_t base = w.s->base_t;
+    size_t n = tlsm_b2_fixed_rec(w.s, w.p, w.end, &v, NULL, 0);
+    if (!n)
+        tlsm_b2_undo(w.s, nstr, base);
+    tlsm_trace_room_done(n);
+    return n != 0;
+}
+
+/* The rec line through the JSON builder (docs/trace-format.md): format 1, and format 2's
+ * records that rec_fixed gave up (staged, json.h: a JSON entry when a value does not fit). */
+static void rec_json(const struct tlsm_thread *th, const struct rec_line *r)
+{
+    const struct tlsm_rsm_ctx *c = r->c;
+    const struct tlsm_rec_state *st = r->st;
+    const struct tlsm_cpu_span *sp = r->sp;
     bool out = c->dir == TLSM_DIR_OUT;
     const struct tlsm_io_tally *io = &th->io[out];
     char line[768];
@@ -242,30 +328,28 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     else
         tlsm_json_int(&j, "read", io->active ? (int64_t)io->id : 0);
     tlsm_json_safe(&j, "dir", out ? "out" : "in");
-    tlsm_json_safe(&j, "tls", c->tls == TLSM_TLS12 ? "1.2" : c->tls == TLSM_TLS13 ? "1.3" : "?");
+    tlsm_json_safe(&j, "tls", tls_name(c));
     tlsm_json_int(&j, "type", c->type);
     tlsm_json_int(&j, "len", c->len);
-    tlsm_json_int(&j, "pt", pt);
+    tlsm_json_int(&j, "pt", r->pt);
     tlsm_json_safe(&j, "cipher", c->cipher);
-    tlsm_json_int(&j, "crypto_ns", (int64_t)sp.cpu_ns);
-    if (sp.preempt)
-        tlsm_json_int(&j, "preempt", sp.preempt);
-    if (th->cpu_kind == TLSM_CPU_PERF_CLOCK &&
-        (sp.wall_ns > sp.cpu_ns + 1000 || sp.cpu_ns > sp.wall_ns + 1000))
-        tlsm_json_int(&j, "wall_ns", (int64_t)sp.wall_ns);
+    tlsm_json_int(&j, "crypto_ns", (int64_t)sp->cpu_ns);
+    if (sp->preempt)
+        tlsm_json_int(&j, "preempt", sp->preempt);
+    if (wall_differs(th, sp))
+        tlsm_json_int(&j, "wall_ns", (int64_t)sp->wall_ns);
     tlsm_json_int(&j, "gcm_ns", (int64_t)tlsm_cpu_delta_ns(th, c->gcm_ticks));
     tlsm_json_int(&j, "gcm_bytes", (int64_t)c->gcm_bytes);
-    tlsm_json_safe(&j, "gcm_fn", fns[out][c->gcm_fns & 3]);
+    tlsm_json_safe(&j, "gcm_fn", gcm_fns[out][c->gcm_fns & 3]);
     tlsm_json_safe(&j, "path", st->routed ? tlsm_mode_name(tlsm_cfg.crypto) : "native");
-    tlsm_json_bool(&j, "tag_ok", ok);
+    tlsm_json_bool(&j, "tag_ok", r->ok);
     tlsm_json_int(&j, "lib", st->routed ? st->backend_lib : st->lib ? st->lib->lib_id : 0);
-    if (impl)
-        tlsm_json_int(&j, "impl", impl);
+    if (r->impl)
+        tlsm_json_int(&j, "impl", r->impl);
     if (st->verdict)
         tlsm_json_safe(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
-    uint32_t stack = tlsm_stack_sample(th->site, TLSM_STACK_REC);
-    if (stack)
-        tlsm_json_int(&j, "stack", stack);
+    if (r->stack)
+        tlsm_json_int(&j, "stack", r->stack);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);

@@ -19,6 +19,7 @@ struct tlsm_backend;
  * the context touches it (OpenSSL objects are single-threaded), so no field needs a lock. */
 struct tlsm_rec_state {
     struct tlsm_rsm_ctx rsm; /* the record machine's part: direction, record in flight */
+    const void *key;         /* the context it is for, NULL once forgotten (the lookup cache) */
     struct tlsm_obj *lib;
     uint32_t conn;
     /* Reroute: a backend context keyed like this one (reroute.c). */
@@ -63,17 +64,39 @@ struct tlsm_rec_observer {
 extern struct tlsm_rec_observer tlsm_rec_obs;
 
 int tlsm_rec_init(void);
+/* The state this thread found last, so the five calls of a record on one context cost one
+ * compare each, not a hash probe: taken only while the state still names ctx (forgetting
+ * clears its key; a state reused for another context names that one). */
+struct tlsm_rec_last {
+    const void *ctx;
+    struct tlsm_rec_state *st;
+};
+extern __thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx);
 /* Tracked state of ctx, NULL for contexts that are not libssl AEAD record contexts. */
-struct tlsm_rec_state *tlsm_rec_lookup(const EVP_CIPHER_CTX *ctx);
-/* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. */
-void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                      const unsigned char *iv, int enc, const void *caller, struct tlsm_obj *target,
-                      uint64_t t_entry);
+static inline struct tlsm_rec_state *tlsm_rec_lookup(const void *ctx)
+{
+    struct tlsm_rec_state *st = tlsm_rec_last.st;
+    if (__builtin_expect(ctx == tlsm_rec_last.ctx && st != NULL, 1) &&
+        __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx)
+        return st;
+    return tlsm_rec_lookup_slow(ctx);
+}
+/* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. Inline (the two
+ * calls below run once per TLS 1.3 record): only a new key leaves the header. */
+static inline void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                    const unsigned char *key, const unsigned char *iv, int enc,
+                                    const void *caller, struct tlsm_obj *target, uint64_t t_entry);
 /* After the native Init: start tracking (cipher given) or mirror it to the shadow. params:
  * the OSSL_PARAM array of EVP_CipherInit_ex2/EVP_DecryptInit_ex2, NULL for the others. */
-void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
-                         const unsigned char *iv, int enc, const OSSL_PARAM *params,
-                         const void *caller, struct tlsm_obj *target, int ret);
+static inline void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                       const unsigned char *key, const unsigned char *iv, int enc,
+                                       const OSSL_PARAM *params, const void *caller,
+                                       struct tlsm_obj *target, int ret);
+/* The keying part of tlsm_rec_after_init (cipher given): track ctx if it is a record context. */
+void tlsm_rec_keyed(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                    const unsigned char *iv, int enc, bool has_params, const void *caller,
+                    struct tlsm_obj *target);
 /* After the native ctrl: mirror it; a TLS 1.2 AAD decides the record's route. */
 void tlsm_rec_after_ctrl(struct tlsm_rec_state *st, int type, int arg, void *ptr, int ret);
 /* The machine's sink (record.c), for the per-record calls below: inline, so a hooked call
@@ -116,6 +139,41 @@ static inline void tlsm_rec_on_cipher(struct tlsm_rec_state *st, unsigned char *
                                       int ret)
 {
     tlsm_rsm_cipher(&tlsm_rec_sink, &st->rsm, out != NULL, inl, ret);
+}
+
+static inline void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                    const unsigned char *key, const unsigned char *iv, int enc,
+                                    const void *caller, struct tlsm_obj *target, uint64_t t_entry)
+{
+    (void)caller;
+    (void)target;
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    unsigned given =
+        (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);
+    tlsm_rsm_init(&tlsm_rec_sink, &st->rsm, given, enc, t_entry);
+}
+
+static inline void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
+                                       const unsigned char *key, const unsigned char *iv, int enc,
+                                       const OSSL_PARAM *params, const void *caller,
+                                       struct tlsm_obj *target, int ret)
+{
+    if (ret <= 0)
+        return;
+    bool has_params = params && params[0].key; /* an empty list sets nothing */
+    if (cipher) {
+        tlsm_rec_keyed(ctx, cipher, key, iv, enc, has_params, caller, target);
+        return;
+    }
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (!st)
+        return;
+    if (tlsm_rec_obs.mirror_init)
+        tlsm_rec_obs.mirror_init(st, key, iv, enc, has_params);
+    if (st->rsm.in_rec && !key && iv && tlsm_rec_obs.record_begin)
+        tlsm_rec_obs.record_begin(st);
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);

@@ -24,7 +24,7 @@ struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT] = {
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 uintptr_t tlsm_self_start, tlsm_self_end;
-__thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+__thread uintptr_t tlsm_fwd_last __attribute__((tls_model("initial-exec")));
 static __typeof__(&dlclose) libc_dlclose;
 
 bool tlsm_is_self(const void *addr)
@@ -175,7 +175,8 @@ static void cache(enum tlsm_fn id, const struct tlsm_obj *caller, struct tlsm_fw
         i++;
     if (i < TLSM_FWD_SLOTS && entries_used < ENTRY_POOL) {
         struct tlsm_fwd_entry *e = &entry_pool[entries_used++];
-        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd.fn, fwd.target};
+        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd.fn, fwd.target,
+                                     fwd.target ? fwd.target->start : 0};
         atomic_store_explicit(&h->slot[i], e, memory_order_release);
         if (i == n)
             atomic_store_explicit(&h->nslots, n + 1, memory_order_release);

@@ -19,6 +19,7 @@ struct tlsm_fwd_entry {
     uintptr_t start, end; /* caller object's address range */
     void *fn;
     struct tlsm_obj *target; /* object that defines fn */
+    uintptr_t target_start;  /* its start (tlsm_fwd_last), 0 without a target */
 };
 
 #define TLSM_FWD_SLOTS 16
@@ -27,7 +28,8 @@ struct tlsm_hook {
     const char *name;
     char family;
     bool required;
-    _Atomic int nslots;                                  /* slots ever used: a bound for the scan */
+    _Atomic int nslots; /* slots ever used: a bound for the scan */
+    _Atomic int last;   /* the slot that answered last: tried first */
     struct tlsm_fwd_entry *_Atomic slot[TLSM_FWD_SLOTS]; /* NULL: free or forgotten */
 };
 
@@ -44,36 +46,73 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
 
 /* libtlsmeter.so's own address range. */
 extern uintptr_t tlsm_self_start, tlsm_self_end;
-/* The object this thread last forwarded a call into (issue 7). A hooked call whose return
- * address lies inside libtlsmeter is a tail call made by the real function a hook just
+/* Where the object this thread last forwarded a call into starts (issue 7). A hooked call whose
+ * return address lies inside libtlsmeter is a tail call made by the real function a hook just
  * called (EVP_CipherUpdate -> jmp EVP_DecryptUpdate@plt, SSL_connect -> SSL_do_handshake):
  * the linker would have bound it as a call of that object, so resolve it as one. Taking
  * the hook's own return address instead sent a RTLD_LOCAL system libcrypto's tail calls
  * to whichever copy came first in the global scope (a vendor's). */
-extern __thread struct tlsm_obj *tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+extern __thread uintptr_t tlsm_fwd_last __attribute__((tls_model("initial-exec")));
 const void *tlsm_obj_addr(const struct tlsm_obj *o);
+
+/* The slot whose entry holds caller, -1 for none; slot `last` is tried first. */
+static inline int tlsm_forward_find(const struct tlsm_hook *h, const void *caller, int last)
+{
+    const struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[last], memory_order_acquire);
+    if (e && (uintptr_t)caller - e->start < e->end - e->start)
+        return last;
+    int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        e = atomic_load_explicit(&h->slot[i], memory_order_acquire);
+        if (e && (uintptr_t)caller - e->start < e->end - e->start)
+            return i;
+    }
+    return -1;
+}
 
 static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *caller)
 {
     struct tlsm_hook *h = &tlsm_hooks[id];
-    int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
-    for (int i = 0; i < n; i++) {
-        const struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[i], memory_order_acquire);
-        if (e && (uintptr_t)caller - e->start < e->end - e->start)
-            return (struct tlsm_fwd){e->fn, e->target};
-    }
-    return tlsm_resolve_slow(id, caller);
+    int last = atomic_load_explicit(&h->last, memory_order_relaxed);
+    int i = tlsm_forward_find(h, caller, last);
+    const struct tlsm_fwd_entry *e =
+        i < 0 ? NULL : atomic_load_explicit(&h->slot[i], memory_order_acquire);
+    if (!e) /* none, or unpublished since: the slow way */
+        return tlsm_resolve_slow(id, caller);
+    if (i != last)
+        atomic_store_explicit(&h->last, i, memory_order_relaxed);
+    return (struct tlsm_fwd){e->fn, e->target};
 }
 
-/* Hot path: a few compares against the caller objects already seen for this function. */
-static inline struct tlsm_fwd tlsm_forward(enum tlsm_fn id, const void *caller)
+/* Hot path: the caller object that called this function last (libssl for the EVP calls) is
+ * usually the caller again: one range compare on the slot that answered last (a slot, not an
+ * entry, is remembered: what is read is always what is published). A hit on an entry that is
+ * not libtlsmeter's own (object ranges never overlap, and an entry's range is its object's, as
+ * tlsm_self_start is) also says the caller is not in libtlsmeter. A tail call (the caller in
+ * libtlsmeter) is the call of the object the last forward went into: that slot again, then
+ * the scan. */
+static inline __attribute__((always_inline)) struct tlsm_fwd tlsm_forward(enum tlsm_fn id,
+                                                                          const void *caller)
 {
-    if ((uintptr_t)caller - tlsm_self_start < tlsm_self_end - tlsm_self_start && tlsm_fwd_last)
-        caller = tlsm_obj_addr(tlsm_fwd_last);
-    struct tlsm_fwd f = tlsm_forward_at(id, caller);
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    const struct tlsm_fwd_entry *e = atomic_load_explicit(
+        &h->slot[atomic_load_explicit(&h->last, memory_order_relaxed)], memory_order_acquire);
+    uintptr_t c = (uintptr_t)caller;
+    if (__builtin_expect(e && c - e->start < e->end - e->start && e->start != tlsm_self_start, 1))
+        goto hit;
+    if (c - tlsm_self_start < tlsm_self_end - tlsm_self_start && tlsm_fwd_last) {
+        c = tlsm_fwd_last;
+        if (e && c - e->start < e->end - e->start)
+            goto hit;
+    }
+    struct tlsm_fwd f = tlsm_forward_at(id, (const void *)c);
     if (f.target)
-        tlsm_fwd_last = f.target;
+        tlsm_fwd_last = (uintptr_t)tlsm_obj_addr(f.target);
     return f;
+hit:
+    if (e->target_start)
+        tlsm_fwd_last = e->target_start;
+    return (struct tlsm_fwd){e->fn, e->target};
 }
 
 /* The real function, typed like the OpenSSL declaration: REAL(SSL_read, ra). */

@@ -19,7 +19,7 @@
     tlsm_th.rec_cur = outer
 
 /* Untraced: set-up not finished, our own call, or nested inside another EVP hook. */
-static bool untraced_evp(void)
+static inline __attribute__((always_inline)) bool untraced_evp(void)
 {
     return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
 }
@@ -84,49 +84,68 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     return ret;
 }
 
+/* The Update and Final hooks are split: the hook forwards with a tail call when the call is
+ * not traced (the nested EVP_DecryptUpdate of every EVP_CipherUpdate, untracked contexts, and
+ * TLSMETER_DISABLE=1), so that path saves and restores no registers; the traced part is a
+ * function of its own. */
 #define UPDATE_HOOK(name)                                                                          \
+    static __attribute__((noinline)) int traced_##name(void *fn, EVP_CIPHER_CTX *ctx,              \
+                                                       unsigned char *out, int *outl,              \
+                                                       const unsigned char *in, int inl)           \
+    {                                                                                              \
+        struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
+        if (!st)                                                                                   \
+            return ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                               \
+        tlsm_rec_before_update(st, out, in, inl);                                                  \
+        DATA_CALL_BEGIN(st);                                                                       \
+        int ret = st->rsm.in_rec && st->routed                                                     \
+                      ? tlsm_reroute_update(st, (tlsm_update_fn)fn, ctx, out, outl, in, inl)       \
+                      : ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                          \
+        DATA_CALL_END();                                                                           \
+        int saved = errno;                                                                         \
+        tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
+        errno = saved;                                                                             \
+        return ret;                                                                                \
+    }                                                                                              \
     TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,                       \
                          const unsigned char *in, int inl)                                         \
     {                                                                                              \
         TLSM_HOOK_ENTER(name, f);                                                                  \
         if (!f.fn)                                                                                 \
             return errno = ENOSYS, 0;                                                              \
-        struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);                  \
-        if (!st)                                                                                   \
+        if (untraced_evp())                                                                        \
             return TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                    \
-        tlsm_rec_before_update(st, out, in, inl);                                                  \
-        DATA_CALL_BEGIN(st);                                                                       \
-        int ret = st->rsm.in_rec && st->routed                                                     \
-                      ? tlsm_reroute_update(st, (tlsm_update_fn)f.fn, ctx, out, outl, in, inl)     \
-                      : TLSM_REAL(name, f)(ctx, out, outl, in, inl);                               \
-        DATA_CALL_END();                                                                           \
-        int saved = errno;                                                                         \
-        tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
-        errno = saved;                                                                             \
-        return ret;                                                                                \
+        return traced_##name(f.fn, ctx, out, outl, in, inl);                                       \
     }
 
 UPDATE_HOOK(EVP_CipherUpdate)
 UPDATE_HOOK(EVP_DecryptUpdate)
 
 #define FINAL_HOOK(name)                                                                           \
-    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl)                      \
+    static __attribute__((noinline)) int traced_##name(void *fn, EVP_CIPHER_CTX *ctx,              \
+                                                       unsigned char *outm, int *outl)             \
     {                                                                                              \
-        TLSM_HOOK_ENTER(name, f);                                                                  \
-        if (!f.fn)                                                                                 \
-            return errno = ENOSYS, 0;                                                              \
-        struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);                  \
+        struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
-            return TLSM_REAL(name, f)(ctx, outm, outl);                                            \
+            return ((__typeof__(&name))fn)(ctx, outm, outl);                                       \
         DATA_CALL_BEGIN(st);                                                                       \
         int ret = st->rsm.in_rec && st->routed                                                     \
-                      ? tlsm_reroute_final(st, (tlsm_final_fn)f.fn, ctx, outm, outl)               \
-                      : TLSM_REAL(name, f)(ctx, outm, outl);                                       \
+                      ? tlsm_reroute_final(st, (tlsm_final_fn)fn, ctx, outm, outl)                 \
+                      : ((__typeof__(&name))fn)(ctx, outm, outl);                                  \
         DATA_CALL_END();                                                                           \
         int saved = errno;                                                                         \
         tlsm_rec_on_final(st, ret);                                                                \
         errno = saved;                                                                             \
         return ret;                                                                                \
+    }                                                                                              \
+    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl)                      \
+    {                                                                                              \
+        TLSM_HOOK_ENTER(name, f);                                                                  \
+        if (!f.fn)                                                                                 \
+            return errno = ENOSYS, 0;                                                              \
+        if (untraced_evp())                                                                        \
+            return TLSM_REAL(name, f)(ctx, outm, outl);                                            \
+        return traced_##name(f.fn, ctx, outm, outl);                                               \
     }
 
 FINAL_HOOK(EVP_CipherFinal_ex)

@@ -6,10 +6,14 @@
 
 #include <openssl/ssl.h>
 
-/* One body for the four read calls and the two write calls (dir in / out); `ex` variants
- * report bytes through *nb. buf is the program's (const for writes: passed through as is). */
-static int traced_io(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size_t num,
-                     int64_t want, size_t *nb, const void *site)
+/* One body for the four read calls and the two write calls (dir in / out), inlined into each
+ * hook (its id a constant: the switch below folds away, no call with eight arguments); `ex`
+ * variants report bytes through *nb. buf is the program's (const for writes: passed through
+ * as is). */
+static inline __attribute__((always_inline)) int traced_io(enum tlsm_fn id, struct tlsm_fwd f,
+                                                           SSL *s, void *buf, size_t num,
+                                                           int64_t want, size_t *nb,
+                                                           const void *site)
 {
     struct tlsm_thread *th = &tlsm_th;
     enum tlsm_dir dir =
@@ -18,9 +22,8 @@ static int traced_io(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size
     struct tlsm_conn_scope sc;
     int ret;
     th->ssl_depth++;
-    tlsm_conn_enter(&sc, s, f.target);
+    tlsm_io_enter(&sc, s, f.target, dir);
     uint64_t t0 = tlsm_now();
-    tlsm_io_begin(dir);
     switch (id) {
     case TLSM_FN_SSL_read:
         ret = TLSM_REAL(SSL_read, f)(s, buf, (int)num);
@@ -46,8 +49,7 @@ static int traced_io(enum tlsm_fn id, struct tlsm_fwd f, SSL *s, void *buf, size
     int64_t got = ret;
     if (id == TLSM_FN_SSL_read_ex || id == TLSM_FN_SSL_peek_ex || id == TLSM_FN_SSL_write_ex)
         got = ret == 1 && nb ? (int64_t)*nb : 0;
-    tlsm_io_end(&sc, s, dir, tlsm_hooks[id].name, want, ret, got, t0, t1);
-    tlsm_conn_leave(&sc);
+    tlsm_io_leave(&sc, s, dir, tlsm_hooks[id].name, want, ret, got, t0, t1);
     th->site = NULL;
     th->ssl_depth--;
     errno = saved;

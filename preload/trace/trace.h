@@ -17,6 +17,20 @@ struct tlsm_tbuf;
 bool tlsm_trace_ready(void);
 /* Append one complete line for the calling thread. */
 void tlsm_trace_line(const char *line, size_t len);
+/* Format 2, the hot events' fast path (core/record.c, core/conn.c): the calling thread's chunk,
+ * locked, for one fixed record written straight into it (trace/trace2_fixed.h). False when
+ * there is none at hand (format 1, the file not open, no chunk yet, the chunk nearly full):
+ * the event then goes through tlsm_trace_line, which handles all of these. Between take and
+ * done nothing may write a line (the thread's buffer is locked). */
+struct tlsm_b2_stream;
+struct tlsm_trace_room {
+    struct tlsm_b2_stream *s;
+    char *p;         /* where the entries go */
+    const char *end; /* the chunk's end */
+};
+bool tlsm_trace_room_take(struct tlsm_trace_room *r);
+/* n bytes were written at r->p, 0 for none (the record was given up: tlsm_trace_line it). */
+void tlsm_trace_room_done(size_t n);
 /* Flush the calling thread's buffer (thread exit, before fork/exec). */
 void tlsm_trace_flush_self(void);
 /* Exit: flush every thread's buffer and write the end event. */

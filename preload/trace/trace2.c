@@ -4,6 +4,7 @@
  * function names, written once per chunk) and the time entry it needs; a value that does
  * not fit its field sends the whole event to a JSON entry instead, so nothing is cut. */
 #include "trace/trace2.h"
+#include "trace/trace2_fixed.h"
 #include "base/json.h"
 
 #include <limits.h>
@@ -11,46 +12,20 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "trace format 2 is written with the host's byte order, which must be little-endian"
-#endif
-
-/* w bytes of v, little-endian (the host's order): one store. */
-static inline __attribute__((always_inline)) void put_le(char *q, uint64_t v, unsigned w)
-{
-    uint8_t b = (uint8_t)v;
-    uint16_t h = (uint16_t)v;
-    uint32_t l = (uint32_t)v;
-    switch (w) {
-    case 1:
-        memcpy(q, &b, 1);
-        break;
-    case 2:
-        memcpy(q, &h, 2);
-        break;
-    case 4:
-        memcpy(q, &l, 4);
-        break;
-    default:
-        memcpy(q, &v, 8);
-        break;
-    }
-}
-
 void tlsm_b2_file_header(char *out)
 {
     memset(out, 0, TLSM_B2_FILE_HDR);
     memcpy(out, TLSM_B2_MAGIC, 8);
-    put_le(out + 8, TLSM_B2_VERSION, 2);
-    put_le(out + 10, TLSM_B2_FILE_HDR, 2);
+    tlsm_b2_put_le(out + 8, TLSM_B2_VERSION, 2);
+    tlsm_b2_put_le(out + 10, TLSM_B2_FILE_HDR, 2);
 }
 
 size_t tlsm_b2_chunk_start(struct tlsm_b2_stream *s, char *p, size_t size, uint32_t tid)
 {
-    put_le(p, TLSM_B2_CHUNK_MAGIC, 4);
-    put_le(p + 4, size, 4);
-    put_le(p + 8, 0, 4);
-    put_le(p + 12, tid, 4);
+    tlsm_b2_put_le(p, TLSM_B2_CHUNK_MAGIC, 4);
+    tlsm_b2_put_le(p + 4, size, 4);
+    tlsm_b2_put_le(p + 8, 0, 4);
+    tlsm_b2_put_le(p + 12, tid, 4);
     s->tid = tid;
     s->nstr = 0;
     s->base_t = 0;
@@ -68,23 +43,10 @@ void tlsm_b2_commit(char *chunk, size_t used)
 
 void tlsm_b2_set_size(char *chunk, size_t size)
 {
-    put_le(chunk + 4, size, 4);
+    tlsm_b2_put_le(chunk + 4, size, 4);
 }
 
-static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend);
-
-/* The id of string p in this chunk; a new one gets its string entry at *d. 0: no room
- * (255 strings in one chunk, or longer than 255 bytes): the event goes out as JSON. */
-static inline __attribute__((always_inline)) uint8_t intern(struct tlsm_b2_stream *s, const char *p,
-                                                            char **d, const char *dend)
-{
-    unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
-    if (__builtin_expect(s->cache[h] == p, 1))
-        return s->cache_id[h];
-    return intern_slow(s, p, d, dend);
-}
-
-static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend)
+uint8_t tlsm_b2_intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend)
 {
     unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
     for (unsigned i = 1; i <= s->nstr; i++)
@@ -106,58 +68,9 @@ static uint8_t intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, co
     return id;
 }
 
-#define HAS(k)  (st->have >> TLSM_HS_##k & 1)
-#define VAL(k)  (HAS(k) ? st->v[TLSM_HS_##k] : 0) /* a select, no branch */
-#define LIM_U8  0, UINT8_MAX
-#define LIM_U16 0, UINT16_MAX
-#define LIM_U32 0, UINT32_MAX
-#define LIM_I8  INT8_MIN, INT8_MAX
-#define LIM_I16 INT16_MIN, INT16_MAX
-#define LIM_I32 INT32_MIN, INT32_MAX
-#define ENC_INT(k, w, lo, hi)                                                                      \
-    do {                                                                                           \
-        int64_t x_ = VAL(k);                                                                       \
-        if ((uint64_t)x_ - (uint64_t)(int64_t)(lo) > (uint64_t)((int64_t)(hi) - (int64_t)(lo)))    \
-            return 0;                                                                              \
-        put_le(q, (uint64_t)x_, w);                                                                \
-        q += w;                                                                                    \
-    } while (0)
-#define ENC_INT_(...) ENC_INT(__VA_ARGS__)
-#define ENC_T(k)      (t = VAL(k))
-#define ENC_TID(k)                                                                                 \
-    do {                                                                                           \
-        if (HAS(k) && VAL(k) != s->tid)                                                            \
-            return 0; /* not the chunk's thread */                                                 \
-    } while (0)
-#define ENC_U8(k)  ENC_INT_(k, 1, LIM_U8)
-#define ENC_U16(k) ENC_INT_(k, 2, LIM_U16)
-#define ENC_U32(k) ENC_INT_(k, 4, LIM_U32)
-#define ENC_I8(k)  ENC_INT_(k, 1, LIM_I8)
-#define ENC_I16(k) ENC_INT_(k, 2, LIM_I16)
-#define ENC_I32(k) ENC_INT_(k, 4, LIM_I32)
-#define ENC_B(k)   (*q++ = (char)(VAL(k) != 0))
-#define ENC_S(k)                                                                                   \
-    do {                                                                                           \
-        uint8_t id_ = 0;                                                                           \
-        if (HAS(k) && !(id_ = intern(s, (const char *)(intptr_t)st->v[TLSM_HS_##k], &d, dend)))    \
-            return 0;                                                                              \
-        *q++ = (char)id_;                                                                          \
-    } while (0)
-#define ENC_FIELD(k, e)                                                                            \
-    ENC_##e(k);                                                                                    \
-    fl |= (uint32_t)HAS(k) << bit++;
+#define HAS(k)         (st->have >> TLSM_HS_##k & 1)
+#define VAL(k)         (HAS(k) ? st->v[TLSM_HS_##k] : 0) /* a select, no branch */
 #define MASK_BIT(k, e) | (1ull << TLSM_HS_##k)
-
-/* The time entry when t is too far from the chunk's base for the record's i32 delta. */
-static char *time_base(struct tlsm_b2_stream *s, int64_t t, char *d)
-{
-    if (t - s->base_t >= INT32_MIN && t - s->base_t <= INT32_MAX)
-        return d;
-    d[0] = TLSM_B2_E_TIME;
-    put_le(d + 1, (uint64_t)t, 8);
-    s->base_t = t;
-    return d + 9;
-}
 
 /* Slot names and types, for the JSON form of slots. */
 static const char *const slot_names[TLSM_HS_N] = {
@@ -199,16 +112,25 @@ static size_t slots_text(const struct tlsm_hot_stage *st, uint64_t mask, const c
     return j.full ? 0 : (size_t)(j.p - out);
 }
 
-/* One encoder per kind, generated from its field list: the record body in field order,
- * every field at its fixed width (absent ones zero, their flag bit clear). */
+/* A staged event's slots as the typed values of its kind (trace2_fixed.h), encoded by the
+ * same encoder the direct writers use. */
+#define FROM_STAGE_T(k)   v.k = VAL(k);
+#define FROM_STAGE_TID(k) v.k = VAL(k);
+#define FROM_STAGE_U8(k)  v.k = VAL(k);
+#define FROM_STAGE_U16(k) v.k = VAL(k);
+#define FROM_STAGE_U32(k) v.k = VAL(k);
+#define FROM_STAGE_I8(k)  v.k = VAL(k);
+#define FROM_STAGE_I16(k) v.k = VAL(k);
+#define FROM_STAGE_I32(k) v.k = VAL(k);
+#define FROM_STAGE_S(k)   v.k = (const char *)(intptr_t)VAL(k);
+#define FROM_STAGE_B(k)   v.k = VAL(k) != 0;
+#define FROM_STAGE(k, e)                                                                           \
+    FROM_STAGE_##e(k);                                                                             \
+    v.have |= (uint32_t)HAS(k) << bit++;
 #define ENCODER(type, name, LIST, flagw)                                                           \
     static size_t enc_##name(struct tlsm_b2_stream *s, const struct tlsm_hot_stage *st,            \
                              const char *tail, char *out, const char *dend)                        \
     {                                                                                              \
-        char body[128], *q = body, *d = out;                                                       \
-        uint32_t fl = 0;                                                                           \
-        unsigned bit = 0;                                                                          \
-        int64_t t = 0;                                                                             \
         char both[TLSM_B2_TAIL_MAX];                                                               \
         uint64_t extra = st->have & ~(0ull LIST(MASK_BIT));                                        \
         size_t tail_n = st->tail_len;                                                              \
@@ -218,26 +140,10 @@ static size_t slots_text(const struct tlsm_hot_stage *st, uint64_t mask, const c
                 return 0;                                                                          \
             tail = both;                                                                           \
         }                                                                                          \
-        LIST(ENC_FIELD)                                                                            \
-        if (tail_n)                                                                                \
-            fl |= 1u << bit;                                                                       \
-        d = time_base(s, t, d);                                                                    \
-        size_t body_n = (size_t)(q - body);                                                        \
-        if (d + 1 + (flagw) + 4 + body_n + (tail_n ? 2 + tail_n : 0) > dend ||                     \
-            tail_n > UINT16_MAX)                                                                   \
-            return 0;                                                                              \
-        *d++ = (char)(type);                                                                       \
-        put_le(d, fl, flagw);                                                                      \
-        put_le(d + (flagw), (uint64_t)(t - s->base_t), 4);                                         \
-        s->base_t = t;                                                                             \
-        memcpy(d + (flagw) + 4, body, body_n);                                                     \
-        d += (flagw) + 4 + body_n;                                                                 \
-        if (tail_n) {                                                                              \
-            put_le(d, tail_n, 2);                                                                  \
-            memcpy(d + 2, tail, tail_n);                                                           \
-            d += 2 + tail_n;                                                                       \
-        }                                                                                          \
-        return (size_t)(d - out);                                                                  \
+        struct tlsm_b2_##name v = {0};                                                             \
+        unsigned bit = 0;                                                                          \
+        LIST(FROM_STAGE)                                                                           \
+        return tlsm_b2_fixed_##name(s, out, dend, &v, tail, tail_n);                               \
     }
 TLSM_B2_KINDS(ENCODER)
 #undef ENCODER
@@ -251,7 +157,7 @@ static size_t json_entry(char *out, size_t cap, const char *text, size_t n)
     if (n + 5 > cap)
         return 0;
     out[0] = TLSM_B2_E_JSON;
-    put_le(out + 1, n, 4);
+    tlsm_b2_put_le(out + 1, n, 4);
     memcpy(out + 5, text, n);
     return n + 5;
 }
@@ -292,12 +198,17 @@ size_t tlsm_b2_encode(struct tlsm_b2_stream *s, const char *line, size_t n, char
     }
     if (r)
         return r;
-    for (unsigned i = nstr + 1u; i <= s->nstr; i++) /* forget what the JSON form replaces */
+    tlsm_b2_undo(s, nstr, base); /* the JSON form replaces what the record wrote */
+    return as_json(kind, stp, tail, out, cap);
+}
+
+void tlsm_b2_undo(struct tlsm_b2_stream *s, uint8_t nstr, int64_t base)
+{
+    for (unsigned i = nstr + 1u; i <= s->nstr; i++)
         for (unsigned h = 0; h < 64; h++)
             if (s->cache[h] == s->strs[i])
                 s->cache[h] = NULL;
     s->nstr = nstr, s->base_t = base;
-    return as_json(kind, stp, tail, out, cap);
 }
 
 size_t tlsm_b2_mini_chunk(char *out, size_t cap, const char *line, size_t n, uint32_t tid)

@@ -10,6 +10,7 @@
 #include "trace/tracemap.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define TBUF_SIZE (32 * 1024) /* as trace.c's write(2) buffer */
@@ -43,6 +44,36 @@ void tlsm_tr_put2(struct tlsm_tbuf *b, const char *line, size_t len)
         }
     }
     tlsm_tr_line_slow(b, line, len);
+}
+
+bool tlsm_trace_room_take(struct tlsm_trace_room *r)
+{
+    struct tlsm_tbuf *b = tlsm_th.buf;
+    if (!tlsm_tr_fmt2 || !b ||
+        atomic_load_explicit(&tlsm_tr_state, memory_order_relaxed) != ST_OPEN)
+        return false;
+    tlsm_tr_lock_buf(b);
+    /* A chunk started, room for the largest fixed record and its time entry (73 bytes): the
+     * encoder checks the end itself (new strings), so the chunk fills to its last bytes. */
+    if (__builtin_expect(!b->cap || b->used < b->hdr + TLSM_B2_CHUNK_HDR || b->cap - b->used < 128,
+                         0)) {
+        tlsm_tr_unlock_buf(b);
+        return false;
+    }
+    r->s = &b->s2;
+    r->p = b->data + b->used;
+    r->end = b->data + b->cap;
+    return true;
+}
+
+void tlsm_trace_room_done(size_t n)
+{
+    struct tlsm_tbuf *b = tlsm_th.buf;
+    if (n) {
+        b->used += n;
+        commit(b);
+    }
+    tlsm_tr_unlock_buf(b);
 }
 
 /* Mapped: the next chunk of the file for this thread (the old one's unused end stays zero,
