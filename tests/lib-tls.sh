@@ -214,6 +214,26 @@ tls_wait_log() {
     return 1
 }
 
+# tls_hashserver_start DIR NAME: tests/tools/hashserver.py (an upload sink that logs each
+# body's length and sha256 to DIR/server.log) on 127.0.0.1 with $TLS_CERT, never under the
+# preload; bounded wait (5 s) for its port. Sets PORT and TLS_PORT (for tls_mode_ok's probe);
+# on failure a fail line naming NAME and the server's stderr, and returns 1.
+tls_hashserver_start() {
+    local dir=$1
+    "$TLSM_PY" "$TLSM_TOOLS/hashserver.py" --cert "$TLS_CERT" --key "$TLS_KEY" \
+        --log "$dir/server.log" >"$dir/server.port" 2>"$dir/server.err" &
+    TLS_PIDS+=("$!")
+    for _ in $(seq 100); do
+        [ -s "$dir/server.port" ] && break
+        sleep 0.05
+    done
+    PORT=$(sed -n 's/^port=//p' "$dir/server.port")
+    TLS_PORT=$PORT
+    [ -n "$PORT" ] && return 0
+    fail "$2: hashserver did not start: $(head -c 300 "$dir/server.err")"
+    return 1
+}
+
 # tls_server_start PROTO SUITE [s_server args...]: openssl s_server -WWW serving $TLS_WWW on
 # 127.0.0.1, constrained to PROTO (1.2, 1.3 or any) and SUITE; sets TLS_PORT and TLS_SRV_PID.
 # The server never runs under the preload.

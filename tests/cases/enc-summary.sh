@@ -31,18 +31,7 @@ under_qemu && BIG=$((2 * 1024 * 1024 + 123))
 head -c "$BIG" /dev/urandom >"$d/big.bin"
 want="sha256=$(tls_sha "$d/big.bin") bytes=$BIG"
 
-"$TLSM_PY" "$TLSM_TOOLS/hashserver.py" --cert "$TLS_CERT" --key "$TLS_KEY" \
-    --log "$d/server.log" >"$d/server.port" 2>"$d/server.err" &
-TLS_PIDS+=("$!")
-for _ in $(seq 100); do
-    [ -s "$d/server.port" ] && break
-    sleep 0.05
-done
-PORT=$(sed -n 's/^port=//p' "$d/server.port")
-if [ -z "$PORT" ]; then
-    fail "enc-summary: hashserver did not start: $(head -c 300 "$d/server.err")"
-    exit 0
-fi
+tls_hashserver_start "$d" "enc-summary" || exit 0
 { printf 'RAW %d\n' "$BIG"; cat "$d/big.bin"; } >"$d/req"
 SENT=$(tls_size "$d/req")
 
@@ -67,23 +56,7 @@ upload() {
 
 if upload both; then
     analyze -q --jsonl "$TRACE" >"$d/both.jl" 2>/dev/null
-    "$TLSM_PY" -c 'import json, sys
-src, ev_out, sum_out = sys.argv[1:4]
-with open(ev_out, "w") as e, open(sum_out, "w") as s:
-    for line in open(src):
-        o = json.loads(line)
-        if o["ev"] == "header":
-            o["config"]["TLSMETER_EVENTS"] = "summary"
-            s.write(json.dumps(o) + "\n")
-            o["config"]["TLSMETER_EVENTS"] = "all"
-            e.write(json.dumps(o) + "\n")
-        elif o["ev"] == "summary":
-            s.write(line)
-        elif o["ev"] in ("rec", "read", "write"):
-            e.write(line)
-        else:
-            s.write(line)
-            e.write(line)' "$d/both.jl" "$d/split.ev.jsonl" "$d/split.sum.jsonl"
+    "$TLSM_PY" "$TLSM_TOOLS/split_both.py" "$d/both.jl" "$d/split.ev.jsonl" "$d/split.sum.jsonl"
     analyze --json "$d/split.sum.jsonl" >"$d/sum.json" 2>"$d/sum.err"
     analyze --json "$d/split.ev.jsonl" >"$d/ev.json" 2>"$d/ev.err"
     check "enc-summary: the summary's encrypt object agrees with the events of the same upload" \

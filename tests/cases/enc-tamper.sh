@@ -18,18 +18,7 @@ tls_need_preload enc-tamper
 
 BODY=$((2 * 1024 * 1024 + 4321))
 head -c "$BODY" /dev/urandom >"$d/up.bin"
-"$TLSM_PY" "$TLSM_TOOLS/hashserver.py" --cert "$TLS_CERT" --key "$TLS_KEY" \
-    --log "$d/server.log" >"$d/server.port" 2>"$d/server.err" &
-TLS_PIDS+=("$!")
-for _ in $(seq 100); do
-    [ -s "$d/server.port" ] && break
-    sleep 0.05
-done
-TLS_PORT=$(sed -n 's/^port=//p' "$d/server.port")
-if [ -z "$TLS_PORT" ]; then
-    fail "enc-tamper: hashserver did not start: $(head -c 300 "$d/server.err")"
-    exit 0
-fi
+tls_hashserver_start "$d" "enc-tamper" || exit 0
 pf=$d/proxy.port
 "$TLSM_PY" "$TLSM_TOOLS/tamper_proxy.py" --target-port "$TLS_PORT" --tls 1.3 --sending client \
     --port-file "$pf" --max-conns 64 --timeout 600 2>"$d/proxy.log" &

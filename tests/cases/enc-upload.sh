@@ -39,19 +39,7 @@ head -c "$BIG" /dev/urandom >"$d/big.bin"
 head -c $((4 * 1024 * 1024 + 321)) /dev/urandom >"$d/mid.bin"
 
 # The server: one per case, any protocol and suite (the clients choose).
-"$TLSM_PY" "$TLSM_TOOLS/hashserver.py" --cert "$TLS_CERT" --key "$TLS_KEY" \
-    --log "$d/server.log" >"$d/server.port" 2>"$d/server.err" &
-TLS_PIDS+=("$!")
-for _ in $(seq 100); do
-    [ -s "$d/server.port" ] && break
-    sleep 0.05
-done
-PORT=$(sed -n 's/^port=//p' "$d/server.port")
-TLS_PORT=$PORT # for tls_mode_ok's probe
-if [ -z "$PORT" ]; then
-    fail "enc-upload: hashserver did not start: $(head -c 300 "$d/server.err")"
-    exit 0
-fi
+tls_hashserver_start "$d" "enc-upload" || exit 0
 
 UP=curl
 tls_client_ok curl || UP=sclient

@@ -51,19 +51,7 @@ SENT=$(tls_size "$d/req")
 want="sha256=$(tls_sha "$d/big.bin") bytes=$BIG"
 certkey=$(openssl x509 -in "$TLS_CERT" -noout -text | sed -n 's/.*Public-Key: (\([0-9]*\) bit).*/rsa\1/p')
 
-"$TLSM_PY" "$TLSM_TOOLS/hashserver.py" --cert "$TLS_CERT" --key "$TLS_KEY" \
-    --log "$d/server.log" >"$d/server.port" 2>"$d/server.err" &
-TLS_PIDS+=("$!")
-for _ in $(seq 100); do
-    [ -s "$d/server.port" ] && break
-    sleep 0.05
-done
-PORT=$(sed -n 's/^port=//p' "$d/server.port")
-TLS_PORT=$PORT # tls_mode_ok's probe
-if [ -z "$PORT" ]; then
-    fail "$N: hashserver did not start: $(head -c 300 "$d/server.err")"
-    exit 0
-fi
+tls_hashserver_start "$d" "$N" || exit 0
 
 # bz_run PREFIX [VAR=VAL...] PROG ARGS...: a Debian 11 program (bz_cmd) with stdin from
 # PREFIX.in if it exists; PREFIX.out, .err, .rc; TLSMETER_OUT traces as JSON Lines.

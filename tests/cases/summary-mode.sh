@@ -59,23 +59,7 @@ assert got == want and got > 1 << 30, (got, want)' "$d/summary.jl" "$d/all.jl" \
     "$(tls_size "${tr[summary]}")"
 
 # One download, two representations: its event lines and its summary events.
-"$TLSM_PY" -c 'import json, sys
-src, ev_out, sum_out = sys.argv[1:4]
-with open(ev_out, "w") as e, open(sum_out, "w") as s:
-    for line in open(src):
-        o = json.loads(line)
-        if o["ev"] == "header":
-            o["config"]["TLSMETER_EVENTS"] = "summary"
-            s.write(json.dumps(o) + "\n")
-            o["config"]["TLSMETER_EVENTS"] = "all"
-            e.write(json.dumps(o) + "\n")
-        elif o["ev"] == "summary":
-            s.write(line)
-        elif o["ev"] in ("rec", "read"):
-            e.write(line)
-        else:
-            s.write(line)
-            e.write(line)' "$d/both.jl" "$d/split.ev.jsonl" "$d/split.sum.jsonl"
+"$TLSM_PY" "$TLSM_TOOLS/split_both.py" "$d/both.jl" "$d/split.ev.jsonl" "$d/split.sum.jsonl"
 "$A" --json "$d/split.sum.jsonl" >"$d/sum.json" 2>"$d/sum.err"
 "$A" --json "$d/split.ev.jsonl" >"$d/ev.json" 2>"$d/ev.err"
 check "summary-mode: analyzer --json of the summary agrees with the events of the same download" \
