@@ -237,30 +237,55 @@ static int has(const struct rec *v, int n, int type, int pt)
     return 0;
 }
 
-static void recorded(const char *dir, const char *name, int tls, int gcm)
+/* Both sides of recording NAME replayed: each side's records checked one by one
+ * (per_record), then split by direction, and each direction's sealed records compared with
+ * what the other side opened (same_stream). NULL when a side could not be replayed. */
+struct both_sides {
+    struct rec cin[256], cout[256], sin_[256], sout[256];
+    int a, b, c, d; /* counts of cin, cout, sin_, sout */
+};
+
+static const struct both_sides *replay_both(const char *dir, const char *name, int tls, int gcm)
 {
-    static struct rec cin[256], cout[256], sin_[256], sout[256];
+    static struct both_sides p;
     char what[96];
     struct replay rc, rs;
     reset_sink();
     int nc = replay(dir, name, "client", &rc), from_s = n_recs;
     int ns = replay(dir, name, "server", &rs);
     if (nc < 0 || ns < 0)
-        return;
+        return NULL;
     snprintf(what, sizeof(what), "%s client", name);
     per_record(what, 0, nc, tls, gcm, &rc, rc.ends);
     snprintf(what, sizeof(what), "%s server", name);
     per_record(what, from_s, ns, tls, gcm, &rs, rs.ends);
-    int a = pick(0, nc, TLSM_DIR_IN, cin), b = pick(0, nc, TLSM_DIR_OUT, cout);
-    int c = pick(from_s, ns, TLSM_DIR_IN, sin_), d = pick(from_s, ns, TLSM_DIR_OUT, sout);
-    snprintf(what, sizeof(what), "%s server-to-client", name);
-    same_stream(what, sout, d, cin, a);
+    p.a = pick(0, nc, TLSM_DIR_IN, p.cin);
+    p.b = pick(0, nc, TLSM_DIR_OUT, p.cout);
+    p.c = pick(from_s, ns, TLSM_DIR_IN, p.sin_);
+    p.d = pick(from_s, ns, TLSM_DIR_OUT, p.sout);
     snprintf(what, sizeof(what), "%s client-to-server", name);
-    same_stream(what, cout, b, sin_, c);
+    same_stream(what, p.cout, p.b, p.sin_, p.c);
+    snprintf(what, sizeof(what), "%s server-to-client", name);
+    same_stream(what, p.sout, p.d, p.cin, p.a);
+    return &p;
+}
+
+/* A record of TYPE with PT plaintext bytes sealed and opened in each direction. */
+static int both_ways(const struct both_sides *p, int type, int pt)
+{
+    return has(p->cout, p->b, type, pt) && has(p->sin_, p->c, type, pt) &&
+           has(p->sout, p->d, type, pt) && has(p->cin, p->a, type, pt);
+}
+
+static void recorded(const char *dir, const char *name, int tls, int gcm)
+{
+    char what[96];
+    const struct both_sides *p = replay_both(dir, name, tls, gcm);
+    if (!p)
+        return;
     /* s_client sent "hello\n", s_server -rev answered "olleh\n": 6 bytes each way. */
     snprintf(what, sizeof(what), "%s application data both ways", name);
-    check(has(cout, b, 23, 6) && has(sin_, c, 23, 6) && has(sout, d, 23, 6) && has(cin, a, 23, 6),
-          what, "");
+    check(both_ways(p, 23, 6), what, "");
 }
 
 /* Application-data plaintext of v: bytes, records, and whether each is at most max. */
@@ -283,29 +308,16 @@ static long app_bytes(const struct rec *v, int n, int max, int *nrec, int *fits)
  * echoed the line back in records of up to 16 KiB. */
 static void recorded_frag(const char *dir, const char *name, int tls, int gcm)
 {
-    static struct rec cin[256], cout[256], sin_[256], sout[256];
     char what[96], d[160];
-    struct replay rc, rs;
     int nrec, fits, nrec_s, fits_s;
-    reset_sink();
-    int nc = replay(dir, name, "client", &rc), from_s = n_recs;
-    int ns = replay(dir, name, "server", &rs);
-    if (nc < 0 || ns < 0)
+    const struct both_sides *p = replay_both(dir, name, tls, gcm);
+    if (!p)
         return;
-    snprintf(what, sizeof(what), "%s client", name);
-    per_record(what, 0, nc, tls, gcm, &rc, rc.ends);
-    snprintf(what, sizeof(what), "%s server", name);
-    per_record(what, from_s, ns, tls, gcm, &rs, rs.ends);
-    int a = pick(0, nc, TLSM_DIR_IN, cin), b = pick(0, nc, TLSM_DIR_OUT, cout);
-    int c = pick(from_s, ns, TLSM_DIR_IN, sin_), e = pick(from_s, ns, TLSM_DIR_OUT, sout);
-    snprintf(what, sizeof(what), "%s client-to-server", name);
-    same_stream(what, cout, b, sin_, c);
-    snprintf(what, sizeof(what), "%s server-to-client", name);
-    same_stream(what, sout, e, cin, a);
-    long sent = app_bytes(cout, b, 4096, &nrec, &fits);
-    long got = app_bytes(sin_, c, 16384, &nrec_s, &fits_s);
-    snprintf(d, sizeof(d), "client sealed %ld B in %d records (each <= 4096: %d), server opened %ld",
-             sent, nrec, fits, got);
+    long sent = app_bytes(p->cout, p->b, 4096, &nrec, &fits);
+    long got = app_bytes(p->sin_, p->c, 16384, &nrec_s, &fits_s);
+    snprintf(d, sizeof(d),
+             "client sealed %ld B in %d records (each <= 4096: %d), server opened %ld", sent, nrec,
+             fits, got);
     snprintf(what, sizeof(what), "%s split writes", name);
     check(sent == 40001 && got == 40001 && fits && nrec >= 10, what, d);
 }
@@ -315,27 +327,13 @@ static void recorded_frag(const char *dir, const char *name, int tls, int gcm)
  * flight (Init with the cipher again on the same context) and keep every record. */
 static void recorded_keyupdate(const char *dir, const char *name)
 {
-    static struct rec cin[256], cout[256], sin_[256], sout[256];
     char what[96];
-    struct replay rc, rs;
-    reset_sink();
-    int nc = replay(dir, name, "client", &rc), from_s = n_recs;
-    int ns = replay(dir, name, "server", &rs);
-    if (nc < 0 || ns < 0)
+    const struct both_sides *p = replay_both(dir, name, TLSM_TLS13, 1);
+    if (!p)
         return;
-    snprintf(what, sizeof(what), "%s client", name);
-    per_record(what, 0, nc, TLSM_TLS13, 1, &rc, rc.ends);
-    snprintf(what, sizeof(what), "%s server", name);
-    per_record(what, from_s, ns, TLSM_TLS13, 1, &rs, rs.ends);
-    int a = pick(0, nc, TLSM_DIR_IN, cin), b = pick(0, nc, TLSM_DIR_OUT, cout);
-    int c = pick(from_s, ns, TLSM_DIR_IN, sin_), d = pick(from_s, ns, TLSM_DIR_OUT, sout);
-    snprintf(what, sizeof(what), "%s client-to-server", name);
-    same_stream(what, cout, b, sin_, c);
-    snprintf(what, sizeof(what), "%s server-to-client", name);
-    same_stream(what, sout, d, cin, a);
     snprintf(what, sizeof(what), "%s KeyUpdate both ways", name);
-    check(has(cout, b, 22, 5) && has(sin_, c, 22, 5) && has(sout, d, 22, 5) && has(cin, a, 22, 5),
-          what, "a 5-byte handshake record sealed and opened in each direction");
+    check(both_ways(p, 22, 5), what,
+          "a 5-byte handshake record sealed and opened in each direction");
 }
 
 /* Hand-written sequences: the machine's own calls, as libssl would make them. */
