@@ -234,6 +234,62 @@ tls_hashserver_start() {
     return 1
 }
 
+# tls_need_nginx NAME: the host's nginx for a case that starts it as root (its workers become
+# nobody): installed if missing (nginx-light). Returns 1 after a skip saying why not (under
+# qemu, not root, not installable); the log of install-deps goes to $TLSM_WORK/NAME-deps.log.
+tls_need_nginx() {
+    local log=$TLSM_WORK/$1-deps.log
+    if under_qemu; then
+        skip "$1: the host's nginx, not under qemu"
+        return 1
+    fi
+    if [ "$(id -u)" != 0 ]; then
+        skip "$1: needs root (nginx starts as root and its workers become nobody)"
+        return 1
+    fi
+    command -v nginx >/dev/null || "$TLSM_TOP/scripts/install-deps" --extra "nginx-light" >"$log" 2>&1
+    if ! command -v nginx >/dev/null; then
+        skip "$1: nginx is not installed and install-deps could not install nginx-light: $(tail -n 1 "$log")"
+        return 1
+    fi
+}
+
+# tls_nginx_conf DIR BASE PORT WORKERS LOCATIONS [HTTP_EXTRA]: DIR/BASE.conf for nginx run in
+# the foreground from DIR (pid DIR/BASE.pid, error log DIR/BASE.error.log, temp files under
+# DIR/tmp), user nobody with its own group (Debian has no group "nobody", nginx's default),
+# one TLS 1.3 server on 127.0.0.1:PORT with $TLS_CERT, uploads up to 64 MiB, LOCATIONS inside
+# the server block and HTTP_EXTRA (such as "sendfile off;") in the http block.
+tls_nginx_conf() {
+    local dir=$1 base=$2
+    mkdir -p "$dir/tmp"
+    cat >"$dir/$base.conf" <<EOF
+user nobody $(id -gn nobody);
+worker_processes $4;
+master_process on;
+daemon off;
+pid $dir/$base.pid;
+error_log $dir/$base.error.log info;
+events { worker_connections 64; }
+http {
+    access_log off;
+    ${6:-}
+    client_body_temp_path $dir/tmp/body;
+    proxy_temp_path $dir/tmp/proxy;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    server {
+        listen 127.0.0.1:$3 ssl;
+        ssl_certificate $TLS_CERT;
+        ssl_certificate_key $TLS_KEY;
+        ssl_protocols TLSv1.3;
+        client_max_body_size 64m;
+        $5
+    }
+}
+EOF
+}
+
 # tls_server_start PROTO SUITE [s_server args...]: openssl s_server -WWW serving $TLS_WWW on
 # 127.0.0.1, constrained to PROTO (1.2, 1.3 or any) and SUITE; sets TLS_PORT and TLS_SRV_PID.
 # The server never runs under the preload.

@@ -16,19 +16,7 @@
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload enc-nginx
-if under_qemu; then
-    skip "enc-nginx: the host's nginx, not under qemu"
-    exit 0
-fi
-if [ "$(id -u)" != 0 ]; then
-    skip "enc-nginx: needs root (nginx starts as root and its workers become nobody)"
-    exit 0
-fi
-command -v nginx >/dev/null || "$TLSM_TOP/scripts/install-deps" --extra "nginx-light" >"$d/deps.log" 2>&1
-if ! command -v nginx >/dev/null; then
-    skip "enc-nginx: nginx is not installed and install-deps could not install nginx-light: $(tail -n 1 "$d/deps.log")"
-    exit 0
-fi
+tls_need_nginx enc-nginx || exit 0
 # curl runs untraced here (env -u LD_PRELOAD): no sanitizer runtime in it, so no tls_curl_ok.
 CHECK=("$TLSM_PY" "$TLSM_TOOLS/enccheck.py")
 mkdir -p "$d/tmp"
@@ -38,7 +26,6 @@ for f in 64:big.bin 8:mid.bin 1:small.bin; do
 done
 chmod 0644 "$TLS_WWW"/*.bin
 head -c $((16 * 1024 * 1024)) /dev/urandom >"$d/up.bin"
-grp=$(id -gn nobody)
 
 # serve TAG [VAR=VALUE...]: nginx traced into $d/TAG/, the downloads and the upload, nginx
 # stopped; leaves the worker traces in TRACES. Returns 1 after a failure (said).
@@ -49,33 +36,8 @@ serve() {
     tr=$d/$tag
     mkdir -p "$tr"
     chmod 0755 "$tr"
-    cat >"$d/$tag.conf" <<EOF
-user nobody $grp;
-worker_processes 1;
-master_process on;
-daemon off;
-pid $d/$tag.pid;
-error_log $d/$tag.error.log info;
-events { worker_connections 64; }
-http {
-    access_log off;
-    sendfile off;
-    client_body_temp_path $d/tmp/body;
-    proxy_temp_path $d/tmp/proxy;
-    fastcgi_temp_path $d/tmp/fastcgi;
-    uwsgi_temp_path $d/tmp/uwsgi;
-    scgi_temp_path $d/tmp/scgi;
-    server {
-        listen 127.0.0.1:$port ssl;
-        ssl_certificate $TLS_CERT;
-        ssl_certificate_key $TLS_KEY;
-        ssl_protocols TLSv1.3;
-        client_max_body_size 64m;
-        location / { root $TLS_WWW; }
-        location /up { return 200 "ok\n"; }
-    }
-}
-EOF
+    tls_nginx_conf "$d" "$tag" "$port" 1 \
+        "location / { root $TLS_WWW; } location /up { return 200 \"ok\\n\"; }" "sendfile off;"
     env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$tr/nginx.%p.jsonl" "$@" \
         nginx -e "$d/$tag.error.log" -p "$d" -c "$d/$tag.conf" >"$d/$tag.out" 2>"$d/$tag.err" &
     master=$!

@@ -12,54 +12,16 @@
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload trace-nginx
-if under_qemu; then
-    skip "trace-nginx: the host's nginx, not under qemu"
-    exit 0
-fi
-if [ "$(id -u)" != 0 ]; then
-    skip "trace-nginx: needs root (nginx starts as root and its workers become nobody)"
-    exit 0
-fi
-command -v nginx >/dev/null || "$TLSM_TOP/scripts/install-deps" --extra "nginx-light" >"$d/deps.log" 2>&1
-if ! command -v nginx >/dev/null; then
-    skip "trace-nginx: nginx is not installed and install-deps could not install nginx-light: $(tail -n 1 "$d/deps.log")"
-    exit 0
-fi
+tls_need_nginx trace-nginx || exit 0
 
 port=$(tls_free_port)
 tr=$d/traces
 mkdir -p "$tr" "$d/tmp"
 chown root:root "$tr" && chmod 0755 "$tr"
-# The workers' group: nobody's own (Debian has no group "nobody", nginx's default for it).
-grp=$(id -gn nobody)
-cat >"$d/nginx.conf" <<EOF
-user nobody $grp;
-worker_processes 2;
-master_process on;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log info;
-events { worker_connections 64; }
-http {
-    access_log off;
-    client_body_temp_path $d/tmp/body;
-    proxy_temp_path $d/tmp/proxy;
-    fastcgi_temp_path $d/tmp/fastcgi;
-    uwsgi_temp_path $d/tmp/uwsgi;
-    scgi_temp_path $d/tmp/scgi;
-    server {
-        listen 127.0.0.1:$port ssl;
-        ssl_certificate $TLS_CERT;
-        ssl_certificate_key $TLS_KEY;
-        ssl_protocols TLSv1.3;
-        client_max_body_size 64m;
-        location / { return 200 "ok\n"; }
-    }
-}
-EOF
+tls_nginx_conf "$d" nginx "$port" 2 'location / { return 200 "ok\n"; }'
 
 env LD_PRELOAD="$TLSM_PRELOAD" TLSMETER_OUT="$tr/nginx.%p.jsonl" \
-    nginx -e "$d/error.log" -p "$d" -c "$d/nginx.conf" >"$d/nginx.out" 2>"$d/nginx.err" &
+    nginx -e "$d/nginx.error.log" -p "$d" -c "$d/nginx.conf" >"$d/nginx.out" 2>"$d/nginx.err" &
 master=$!
 TLS_PIDS+=("$master")
 up=
@@ -73,7 +35,7 @@ for _ in $(seq 100); do # <= 10 s
     sleep 0.1
 done
 if [ -z "$up" ]; then
-    fail "trace-nginx: nginx did not start: $(head -c 300 "$d/nginx.err") $(tail -n 3 "$d/error.log" 2>/dev/null)"
+    fail "trace-nginx: nginx did not start: $(head -c 300 "$d/nginx.err") $(tail -n 3 "$d/nginx.error.log" 2>/dev/null)"
     exit 0
 fi
 workers=$(pgrep -P "$master" | tr '\n' ' ')
