@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # lib-bench.sh: what scripts/bench, bench-stacks, bench-reroute, bench-instructions and demo
-# share: errors, a loopback `openssl s_server -WWW` with a throw-away certificate, running a
-# program with or without the preload, the CPU of one download, medians and arithmetic.
+# share: errors, a loopback `openssl s_server -WWW` with a throw-away certificate, server and
+# client pinned to CPUs of their own (pin_cpus), running a program with or without the
+# preload, the CPU of one download, medians, quantiles and arithmetic.
 # Sourced after the caller set `here` (its directory); sets top, O, LIB, MIB, ROUNDS.
 # Errors are prefixed with the caller's name (die), so messages read as before.
 
@@ -12,6 +13,10 @@ MIB=${BENCH_MIB:-1024}
 ROUNDS=${BENCH_ROUNDS:-3}
 srv_pid=
 RUN=
+# The command prefix start_server puts before the server (pin_cpus sets it), and what pin_cpus
+# decided, for the caller's output.
+SRV_PIN=()
+PIN_NOTE="unpinned"
 
 die() {
     echo "${0##*/}: $*" >&2
@@ -70,7 +75,7 @@ start_server() {
     [ -s "$dir/cert.pem" ] || make_cert "$dir"
     for _ in 1 2 3 4 5; do
         port=$(free_port)
-        (cd "$dir/www" && exec env -u LD_PRELOAD openssl s_server -accept "127.0.0.1:$port" \
+        (cd "$dir/www" && exec "${SRV_PIN[@]}" env -u LD_PRELOAD openssl s_server -accept "127.0.0.1:$port" \
             -cert "$dir/cert.pem" -key "$dir/key.pem" -WWW -tls1_3 -ciphersuites "$suite" \
             </dev/null) >"$dir/server.log" 2>&1 &
         srv_pid=$!
@@ -82,6 +87,30 @@ start_server() {
         stop_server
     done
     die "openssl s_server did not start: $(tail -n 3 "$dir/server.log")"
+}
+
+# pin_cpus: with two or more CPUs, the servers go to CPU 0 (start_server, and callers that put
+# "${SRV_PIN[@]}" before theirs) and this shell, so every client it starts later, to CPU 1:
+# a client and its server sharing both CPUs freely migrate and preempt each other, which on
+# a shared 2-vCPU machine spread the same 1 GiB download's CPU over 0.74-1.04 s (pinned:
+# 0.82-0.93 s). Unpinned with one CPU, without taskset, or with BENCH_PIN=0; PIN_NOTE says
+# which. Call it before starting any server.
+# shellcheck disable=SC2034 # PIN_NOTE is for the callers
+pin_cpus() {
+    local n
+    n=$(nproc 2>/dev/null) || n=1
+    if [ "${BENCH_PIN:-1}" = 0 ]; then
+        PIN_NOTE="unpinned (BENCH_PIN=0)"
+    elif [ "$n" -lt 2 ]; then
+        PIN_NOTE="unpinned ($n CPU: server and client share it)"
+    elif ! command -v taskset >/dev/null; then
+        PIN_NOTE="unpinned (no taskset)"
+    elif taskset -pc 1 $$ >/dev/null 2>&1; then
+        SRV_PIN=(taskset -c 0)
+        PIN_NOTE="pinned with taskset: servers on CPU 0, clients on CPU 1 (BENCH_PIN=0: unpinned)"
+    else
+        PIN_NOTE="unpinned (taskset could not pin this shell to CPU 1)"
+    fi
 }
 
 # with MODE [VAR=VALUE...] CMD...: run CMD (a program or a shell function) with
@@ -165,6 +194,21 @@ median() {
     read -ra v <<<"$*"
     [ ${#v[@]} -gt 0 ] || { echo nan; return; }
     printf '%s\n' "${v[@]}" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
+}
+
+# quantiles NUMBERS: "MIN Q1 MEDIAN Q3 MAX" of the numbers (linear interpolation between the
+# sorted values, as R's and numpy's defaults), or "nan" five times when there are none.
+quantiles() {
+    local -a v
+    read -ra v <<<"$*"
+    [ ${#v[@]} -gt 0 ] || { echo nan nan nan nan nan; return; }
+    printf '%s\n' "${v[@]}" | sort -g | awk '{v[NR] = $1}
+        function q(p,   h, i) {
+            h = (NR - 1) * p + 1
+            i = int(h)
+            return (i >= NR) ? v[NR] : v[i] + (h - i) * (v[i + 1] - v[i])
+        }
+        END {printf "%s %s %s %s %s\n", v[1], q(0.25), q(0.5), q(0.75), v[NR]}'
 }
 
 # calc FORMAT EXPR: EXPR evaluated by awk, printed with FORMAT.
