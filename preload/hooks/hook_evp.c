@@ -136,6 +136,10 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     tlsm_th.evp_depth++;
     int ret = TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     tlsm_th.evp_depth--;
+    /* The ctrl of every TLS 1.3 record (SET_TAG, or GET_TAG when sealing) with nobody to tell:
+     * nothing to do after it (tlsm_rec_after_ctrl acts on an AAD or for an observer). */
+    if (type != EVP_CTRL_AEAD_TLS1_AAD && !tlsm_rec_obs.mirror_ctrl)
+        return ret;
     int saved = errno;
     tlsm_rec_after_ctrl(st, type, arg, ptr, ret);
     errno = saved;
