@@ -111,8 +111,8 @@ INIT_HOOK(EVP_DecryptInit_ex2,
  * in; traced_X (the real function last) traces the call; full_X is the full way for what the fast
  * path cannot answer (first call of a thread, a new caller, a function defined nowhere). */
 
-/* Untraced, on a thread tlsm_forward_fast found set up: tracing off, our own call, exiting,
- * or nested inside another EVP hook. */
+/* untraced_evp from loads only: tracing off, our own call, exiting, or nested inside another
+ * EVP hook. A thread's first traced call is set up by traced_X (tlsm_traced_start). */
 static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
 {
     return !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || tlsm_th.guard ||
@@ -152,6 +152,7 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
                                                        int *outl, const unsigned char *in,         \
                                                        int inl, void *fn)                          \
     {                                                                                              \
+        tlsm_traced_start(&tlsm_th);                                                               \
         struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
             return ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                               \
@@ -203,6 +204,7 @@ UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
     static __attribute__((noinline)) int traced_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,   \
                                                        int *outl, void *fn)                        \
     {                                                                                              \
+        tlsm_traced_start(&tlsm_th);                                                               \
         struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
             return ((__typeof__(&name))fn)(ctx, outm, outl);                                       \

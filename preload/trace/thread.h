@@ -80,12 +80,19 @@ void tlsm_thread_atfork(bool take);
 /* Set once the constructor finished and tracing is on; cleared on quiet and at exit. */
 extern _Atomic bool tlsm_active;
 
+/* The first-use set-up of a call tlsm_tracing's checks let through (a hook that made them
+ * from loads only, hooks/hook_evp.c). */
+static inline void tlsm_traced_start(struct tlsm_thread *th)
+{
+    if (__builtin_expect(!th->started, 0))
+        tlsm_thread_start(th);
+}
+
 static inline bool tlsm_tracing(struct tlsm_thread *th)
 {
     if (!atomic_load_explicit(&tlsm_active, memory_order_relaxed) || th->guard || th->exiting)
         return false;
-    if (__builtin_expect(!th->started, 0))
-        tlsm_thread_start(th);
+    tlsm_traced_start(th);
     return true;
 }
 
