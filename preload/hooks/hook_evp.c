@@ -80,10 +80,10 @@ static inline __attribute__((always_inline)) void nest_begin(int id, const void 
         tlsm_th.evp_depth++;                                                                       \
         int ret = TLSM_REAL(name, f) args;                                                         \
         tlsm_th.evp_depth--;                                                                       \
-        int saved = errno;                                                                         \
+        int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
         tlsm_rec_after_init(ctx, cipher, key, iv, enc, prm, __builtin_return_address(0), f.target, \
                             ret);                                                                  \
-        errno = saved;                                                                             \
+        *ep = saved;                                                                               \
         return ret;                                                                                \
     }
 
@@ -140,9 +140,9 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
      * nothing to do after it (tlsm_rec_after_ctrl acts on an AAD or for an observer). */
     if (type != EVP_CTRL_AEAD_TLS1_AAD && !tlsm_rec_obs.mirror_ctrl)
         return ret;
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_after_ctrl(st, type, arg, ptr, ret);
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 
@@ -167,9 +167,9 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
             tlsm_th.nest_ctx = NULL;                                                               \
         }                                                                                          \
         DATA_CALL_END();                                                                           \
-        int saved = errno;                                                                         \
+        int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
         tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
-        errno = saved;                                                                             \
+        *ep = saved;                                                                               \
         return ret;                                                                                \
     }                                                                                              \
     static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,      \
@@ -218,9 +218,9 @@ UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
             tlsm_th.nest_ctx = NULL;                                                               \
         }                                                                                          \
         DATA_CALL_END();                                                                           \
-        int saved = errno;                                                                         \
+        int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
         tlsm_rec_on_final(st, ret);                                                                \
-        errno = saved;                                                                             \
+        *ep = saved;                                                                               \
         return ret;                                                                                \
     }                                                                                              \
     static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,     \
@@ -263,9 +263,9 @@ TLSM_EXPORT int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsign
                   ? tlsm_reroute_cipher(st, (tlsm_cipher_fn)f.fn, ctx, out, in, inl)
                   : TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
     DATA_CALL_END();
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_on_cipher(st, out, (int)inl, ret);
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 
