@@ -1,8 +1,9 @@
 /* scan.c: jansson costs ~4 us per line (an allocated hash table per object), too slow for
- * the 1 M events/s budget. This scanner accepts only a strict subset of JSON (flat object,
- * ASCII strings without escapes, integers, true/false/null) and hands everything else to
- * jansson, so it can never accept a line jansson would reject. The fuzz target checks the
- * two agree. */
+ * the fleet budget (>= 2 M events/s). This scanner accepts only a strict subset of JSON (flat
+ * object, ASCII strings without escapes, integers, true/false/null) and hands everything else
+ * to jansson, so it can never accept a line jansson would reject. The fuzz target checks the
+ * two agree. Lines of one kind repeat the writer's key order, so most members are recognised
+ * by comparing their bytes with those the same member of the last such line had (memo). */
 #include "input/scan.h"
 
 #include <string.h>
@@ -123,23 +124,216 @@ static int scan_value(struct cur *c, struct event *e, const struct field *f)
     }
 }
 
-static int scan_members(struct cur *c, struct event *e)
+/* Members the memo covers per kind; keys and string values it can hold. Lines of a hot kind
+ * have at most 20 members, keys at most 13 bytes as `"name":`, strings (cipher, suite, fn)
+ * fewer than 32 quoted. */
+#define MEMO_MEMBERS 32
+#define MEMO_KEY     16
+#define MEMO_VAL     32
+
+/* What member j of the last line of a kind held: the key's bytes `"name":` and its field,
+ * and the last string value there as `"value"`. Only bytes the scanner checked once are
+ * kept, so bytes equal to them scan the same way again. (One table: the analyzer reads one
+ * trace at a time on one thread.) */
+struct memo {
+    const struct field *f;
+    uint8_t klen, vlen;
+    char key[MEMO_KEY];
+    char val[MEMO_VAL];
+};
+static struct memo memos[EV_N][MEMO_MEMBERS];
+
+/* The last kinds "ev" named (rec, read, write, conn alternate), as `"name"`. */
+#define EV_MEMO 4
+static struct {
+    uint8_t n;
+    char s[MEMO_KEY];
+    enum ev_kind k;
+} ev_memo[EV_MEMO];
+static unsigned ev_memo_next;
+
+/* JSON's white space (a line holds no '\n', a buffer of lines may). */
+static const unsigned char ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
+static inline uint64_t ld64(const char *p)
 {
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static inline uint32_t ld32(const char *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* p[0..n) == pat[0..n) for 1 <= n, both readable: overlapping word loads, no call. */
+static inline bool same_bytes(const char *p, const char *pat, size_t n)
+{
+    size_t i;
+
+    if (n >= 8) {
+        for (i = 0; i + 8 < n; i += 8)
+            if (ld64(p + i) != ld64(pat + i))
+                return false;
+        return ld64(p + n - 8) == ld64(pat + n - 8);
+    }
+    if (n >= 4)
+        return ld32(p) == ld32(pat) && ld32(p + n - 4) == ld32(pat + n - 4);
+    for (i = 0; i < n; i++)
+        if (p[i] != pat[i])
+            return false;
+    return true;
+}
+
+/* In the member loop the line's last byte that is not white space is its '}' and the cursor
+ * never passes it, so runs of white space and of digits stop without a bound check. */
+static inline void skip_ws_fast(struct cur *c)
+{
+    while (ws[(unsigned char)*c->p])
+        c->p++;
+}
+
+/* An integer as scan_int reads it (at most 18 digits, no leading zero, no fraction or
+ * exponent), without bound checks: the closing '}' stops the digits. */
+static inline int fast_int(struct cur *c, int64_t *out)
+{
+    const char *q = c->p, *d;
+    uint64_t v = 0;
+    unsigned digit;
+    bool neg = *q == '-';
+
+    d = q += neg;
+    while ((digit = (unsigned)(unsigned char)*q - '0') < 10) {
+        v = v * 10 + digit; /* unsigned: a run past 18 digits wraps and is declined below */
+        q++;
+    }
+    if (q == d || q - d > 18 || (q - d > 1 && *d == '0') || *q == '.' || *q == 'e' || *q == 'E')
+        return -1;
+    *out = neg ? -(int64_t)v : (int64_t)v;
+    c->p = q;
+    return 0;
+}
+
+static enum ev_kind ev_kind_memo(struct strv s)
+{
+    unsigned i;
+
+    for (i = 0; i < EV_MEMO; i++)
+        if (ev_memo[i].n == s.n && s.n && same_bytes(s.p, ev_memo[i].s, s.n))
+            return ev_memo[i].k;
+    enum ev_kind k = ev_kind__parse(s.p, s.n);
+    if (s.n && s.n <= MEMO_KEY) {
+        i = ev_memo_next++ % EV_MEMO;
+        ev_memo[i].n = (uint8_t)s.n;
+        memcpy(ev_memo[i].s, s.p, s.n);
+        ev_memo[i].k = k;
+    }
+    return k;
+}
+
+/* A string value of field f (its type checked by the caller); m: the member's memo. */
+static int fast_str(struct cur *c, struct event *e, const struct field *f, struct memo *m)
+{
+    size_t avail = (size_t)(c->end - c->p);
+    const char *q = c->p;
+    struct strv s;
+
+    if (*q != '"')
+        return -1;
+    if (m && m->vlen && m->vlen <= avail && same_bytes(q, m->val, m->vlen)) {
+        s.p = q + 1;
+        s.n = m->vlen - 2u;
+        c->p = q + m->vlen;
+    } else {
+        if (scan_str(c, &s))
+            return -1;
+        if (m && (size_t)(c->p - q) <= MEMO_VAL) {
+            m->vlen = (uint8_t)(c->p - q);
+            memcpy(m->val, q, m->vlen);
+        }
+    }
+    e->s[f->slot] = s;
+    e->have_s |= 1u << f->slot;
+    if (f->slot == S_EV)
+        e->kind = ev_kind_memo(s);
+    return 0;
+}
+
+/* The value of known field f, set as event__set_* would; a value of another JSON type is
+ * declined (jansson's path then names the key and the type). */
+static int fast_value(struct cur *c, struct event *e, const struct field *f, struct memo *m)
+{
+    int64_t v;
+    bool t;
+
+    skip_ws_fast(c);
+    switch (f->type) {
+    case FT_INT:
+        if (fast_int(c, &v))
+            return -1;
+        e->i[f->slot] = v;
+        e->have_i |= 1u << f->slot;
+        return 0;
+    case FT_STR:
+        return fast_str(c, e, f, f->slot == S_EV ? NULL : m);
+    case FT_BOOL:
+        t = *c->p == 't';
+        if (scan_lit(c, t ? "true" : "false"))
+            return -1;
+        e->have_tag_ok = true;
+        e->tag_ok = t;
+        return 0;
+    }
+    return -1;
+}
+
+/* A key the memo did not predict: scanned, looked up, and remembered when written plainly. */
+static int scan_key(struct cur *c, const struct field **f, struct memo *m)
+{
+    const char *q = c->p;
     struct strv key;
 
-    skip_ws(c);
-    if (c->p < c->end && *c->p == '}') {
+    if (*q != '"' || scan_str(c, &key) || eat(c, ':'))
+        return -1;
+    *f = key.n ? field__find(key.p, key.n) : NULL;
+    if (m && (size_t)(c->p - q) == key.n + 3 && key.n + 3 <= MEMO_KEY) {
+        m->klen = (uint8_t)(key.n + 3);
+        memcpy(m->key, q, m->klen);
+        m->f = *f;
+    }
+    return 0;
+}
+
+static int scan_members(struct cur *c, struct event *e)
+{
+    const struct field *f;
+    struct memo *m;
+    unsigned j;
+
+    skip_ws_fast(c);
+    if (*c->p == '}') {
         c->p++;
         return 0;
     }
-    for (;;) {
-        skip_ws(c);
-        if (c->p >= c->end || *c->p != '"' || scan_str(c, &key) || eat(c, ':'))
+    for (j = 0;; j++) {
+        skip_ws_fast(c);
+        m = j < MEMO_MEMBERS ? &memos[e->kind][j] : NULL;
+        if (m && m->klen && m->klen <= (size_t)(c->end - c->p) &&
+            same_bytes(c->p, m->key, m->klen)) {
+            f = m->f;
+            c->p += m->klen;
+        } else if (scan_key(c, &f, m)) {
             return -1;
-        if (scan_value(c, e, key.n ? field__find(key.p, key.n) : NULL))
+        }
+        if (f ? fast_value(c, e, f, m) : scan_value(c, e, NULL))
             return -1;
-        skip_ws(c);
-        if (c->p < c->end && *c->p == ',') {
+        skip_ws_fast(c);
+        if (*c->p == ',') {
             c->p++;
             continue;
         }
@@ -150,8 +344,13 @@ static int scan_members(struct cur *c, struct event *e)
 int scan__line(const char *p, size_t n, struct event *e)
 {
     struct cur c = {p, p + n};
+    const char *last = p + n;
 
     event__clear(e);
+    while (last > p && ws[(unsigned char)last[-1]])
+        last--;
+    if (last == p || last[-1] != '}') /* the sentinel scan_members relies on */
+        return -1;
     if (eat(&c, '{') || scan_members(&c, e))
         return -1;
     skip_ws(&c);
