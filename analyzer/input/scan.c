@@ -6,11 +6,33 @@
  * by comparing their bytes with those the same member of the last such line had (memo). */
 #include "input/scan.h"
 
+#include "input/lex.h"
+#include "input/shape.h"
+
 #include <string.h>
 
 struct cur {
     const char *p, *end;
+    const char *line;     /* where the line starts (for the log) */
+    struct shape_log *lg; /* the line's integers, for shape.c (NULL: not logged) */
 };
+
+/* An integer that ended at c->p after starting at start, setting field slot (-1: none). */
+static void log_int(struct cur *c, int slot, const char *start)
+{
+    struct shape_log *lg = c->lg;
+
+    if (!lg)
+        return;
+    if (lg->n == SHAPE_INTS) {
+        lg->full = true;
+        return;
+    }
+    lg->v[lg->n].slot = slot;
+    lg->v[lg->n].start = (uint32_t)(start - c->line);
+    lg->v[lg->n].end = (uint32_t)(c->p - c->line);
+    lg->n++;
+}
 
 static void skip_ws(struct cur *c)
 {
@@ -93,6 +115,7 @@ static int scan_lit(struct cur *c, const char *lit)
 
 static int scan_value(struct cur *c, struct event *e, const struct field *f)
 {
+    const char *start;
     char err[8];
     struct strv s;
     int64_t v;
@@ -118,8 +141,10 @@ static int scan_value(struct cur *c, struct event *e, const struct field *f)
     default:
         if (*c->p != '-' && (*c->p < '0' || *c->p > '9'))
             return -1;
+        start = c->p;
         if (scan_int(c, &v))
             return -1;
+        log_int(c, f ? f->slot : -1, start);
         return f ? event__set_int(e, f, v, err, sizeof(err)) : 0;
     }
 }
@@ -127,7 +152,7 @@ static int scan_value(struct cur *c, struct event *e, const struct field *f)
 /* Members the memo covers per kind; keys and string values it can hold. Lines of a hot kind
  * have at most 20 members, keys at most 13 bytes as `"name":`, strings (cipher, suite, fn)
  * fewer than 32 quoted. */
-#define MEMO_MEMBERS 32
+#define MEMO_MEMBERS 31
 #define MEMO_KEY     16
 #define MEMO_VAL     32
 
@@ -141,7 +166,7 @@ struct memo {
     char key[MEMO_KEY];
     char val[MEMO_VAL];
 };
-static struct memo memos[EV_N][MEMO_MEMBERS];
+static struct memo memos[EV_N][MEMO_MEMBERS + 1]; /* the last: every member past them */
 
 /* The last kinds "ev" named (rec, read, write, conn alternate), as `"name"`. */
 #define EV_MEMO 4
@@ -152,69 +177,21 @@ static struct {
 } ev_memo[EV_MEMO];
 static unsigned ev_memo_next;
 
-/* JSON's white space (a line holds no '\n', a buffer of lines may). */
-static const unsigned char ws[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
-
-static inline uint64_t ld64(const char *p)
-{
-    uint64_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static inline uint32_t ld32(const char *p)
-{
-    uint32_t v;
-
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-/* p[0..n) == pat[0..n) for 1 <= n, both readable: overlapping word loads, no call. */
-static inline bool same_bytes(const char *p, const char *pat, size_t n)
-{
-    size_t i;
-
-    if (n >= 8) {
-        for (i = 0; i + 8 < n; i += 8)
-            if (ld64(p + i) != ld64(pat + i))
-                return false;
-        return ld64(p + n - 8) == ld64(pat + n - 8);
-    }
-    if (n >= 4)
-        return ld32(p) == ld32(pat) && ld32(p + n - 4) == ld32(pat + n - 4);
-    for (i = 0; i < n; i++)
-        if (p[i] != pat[i])
-            return false;
-    return true;
-}
-
 /* In the member loop the line's last byte that is not white space is its '}' and the cursor
  * never passes it, so runs of white space and of digits stop without a bound check. */
 static inline void skip_ws_fast(struct cur *c)
 {
-    while (ws[(unsigned char)*c->p])
+    while (lex_ws[(unsigned char)*c->p])
         c->p++;
 }
 
-/* An integer as scan_int reads it (at most 18 digits, no leading zero, no fraction or
- * exponent), without bound checks: the closing '}' stops the digits. */
+/* An integer as scan_int reads it, without bound checks (see lex_int). */
 static inline int fast_int(struct cur *c, int64_t *out)
 {
-    const char *q = c->p, *d;
-    uint64_t v = 0;
-    unsigned digit;
-    bool neg = *q == '-';
+    const char *q = lex_int(c->p, c->end, out);
 
-    d = q += neg;
-    while ((digit = (unsigned)(unsigned char)*q - '0') < 10) {
-        v = v * 10 + digit; /* unsigned: a run past 18 digits wraps and is declined below */
-        q++;
-    }
-    if (q == d || q - d > 18 || (q - d > 1 && *d == '0') || *q == '.' || *q == 'e' || *q == 'E')
+    if (!q)
         return -1;
-    *out = neg ? -(int64_t)v : (int64_t)v;
     c->p = q;
     return 0;
 }
@@ -268,14 +245,17 @@ static int fast_str(struct cur *c, struct event *e, const struct field *f, struc
  * declined (jansson's path then names the key and the type). */
 static int fast_value(struct cur *c, struct event *e, const struct field *f, struct memo *m)
 {
+    const char *start;
     int64_t v;
     bool t;
 
     skip_ws_fast(c);
     switch (f->type) {
     case FT_INT:
+        start = c->p;
         if (fast_int(c, &v))
             return -1;
+        log_int(c, f->slot, start);
         e->i[f->slot] = v;
         e->have_i |= 1u << f->slot;
         return 0;
@@ -301,7 +281,7 @@ static int scan_key(struct cur *c, const struct field **f, struct memo *m)
     if (*q != '"' || scan_str(c, &key) || eat(c, ':'))
         return -1;
     *f = key.n ? field__find(key.p, key.n) : NULL;
-    if (m && (size_t)(c->p - q) == key.n + 3 && key.n + 3 <= MEMO_KEY) {
+    if ((size_t)(c->p - q) == key.n + 3 && key.n + 3 <= MEMO_KEY) {
         m->klen = (uint8_t)(key.n + 3);
         memcpy(m->key, q, m->klen);
         m->f = *f;
@@ -311,8 +291,8 @@ static int scan_key(struct cur *c, const struct field **f, struct memo *m)
 
 static int scan_members(struct cur *c, struct event *e)
 {
+    struct memo *row = memos[e->kind], *m;
     const struct field *f;
-    struct memo *m;
     unsigned j;
 
     skip_ws_fast(c);
@@ -322,16 +302,21 @@ static int scan_members(struct cur *c, struct event *e)
     }
     for (j = 0;; j++) {
         skip_ws_fast(c);
-        m = j < MEMO_MEMBERS ? &memos[e->kind][j] : NULL;
-        if (m && m->klen && m->klen <= (size_t)(c->end - c->p) &&
-            same_bytes(c->p, m->key, m->klen)) {
+        m = &row[j < MEMO_MEMBERS ? j : MEMO_MEMBERS];
+        if (m->klen && m->klen <= (size_t)(c->end - c->p) && same_bytes(c->p, m->key, m->klen)) {
             f = m->f;
             c->p += m->klen;
         } else if (scan_key(c, &f, m)) {
             return -1;
         }
-        if (f ? fast_value(c, e, f, m) : scan_value(c, e, NULL))
+        if (!f) {
+            if (scan_value(c, e, NULL))
+                return -1;
+        } else if (fast_value(c, e, f, m)) {
             return -1;
+        } else if (f->slot == S_EV && f->type == FT_STR) {
+            row = memos[e->kind]; /* the members after "ev" follow that kind's order */
+        }
         skip_ws_fast(c);
         if (*c->p == ',') {
             c->p++;
@@ -343,27 +328,33 @@ static int scan_members(struct cur *c, struct event *e)
 
 int scan__line(const char *p, size_t n, struct event *e)
 {
-    struct cur c = {p, p + n};
+    struct shape_log lg;
+    struct cur c = {p, p + n, p, &lg};
     const char *last = p + n;
 
     event__clear(e);
-    while (last > p && ws[(unsigned char)last[-1]])
+    while (last > p && lex_ws[(unsigned char)last[-1]])
         last--;
-    if (last == p || last[-1] != '}') /* the sentinel scan_members relies on */
+    if (last == p || last[-1] != '}') /* the sentinel the fast paths rely on */
         return -1;
+    if (!shape__match(p, last, c.end, e))
+        return 0;
+    lg.n = 0;
+    lg.full = false;
     if (eat(&c, '{') || scan_members(&c, e))
         return -1;
     skip_ws(&c);
     if (c.p != c.end)
         return -1;
-    return e->kind == EV_REC || e->kind == EV_READ || e->kind == EV_WRITE || e->kind == EV_CONN
-               ? 0
-               : -1;
+    if (e->kind != EV_REC && e->kind != EV_READ && e->kind != EV_WRITE && e->kind != EV_CONN)
+        return -1;
+    shape__learn(p, last, e, &lg);
+    return 0;
 }
 
 int scan__tail(const char *p, size_t n, struct event *e)
 {
-    struct cur c = {p, p + n};
+    struct cur c = {p, p + n, p, NULL};
     struct strv key;
 
     while (c.p < c.end) {
