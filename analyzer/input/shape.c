@@ -23,7 +23,8 @@ struct shape {
     struct {
         uint8_t slot, lit;
         uint16_t off, len;
-    } str[S_N]; /* string fields: where in which run of bytes */
+    } str[S_N];              /* string fields: where in which run of bytes */
+    uint32_t have_i, have_s; /* the fields it sets */
     enum ev_kind kind;
     bool have_tag_ok, tag_ok;
     char bytes[SHAPE_BYTES];
@@ -33,6 +34,18 @@ struct shape {
 static struct shape shapes[SHAPES];
 static uint8_t order[SHAPES]; /* indexes into shapes, most recently used first */
 static unsigned nshapes;
+
+/* A match that failed after writing the first n integers: their have bits, so that
+ * event__clear zeroes them. */
+static int failed(const struct shape *s, unsigned n, struct event *e)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++)
+        if (s->slot[i] >= 0)
+            e->have_i |= 1u << s->slot[i];
+    return -1;
+}
 
 static int match_one(const struct shape *s, const char *p, const char *last, const char *end,
                      struct event *e)
@@ -47,25 +60,24 @@ static int match_one(const struct shape *s, const char *p, const char *last, con
         size_t len = s->lit_len[i];
 
         if ((size_t)(end - q) < len || !same_bytes(q, s->bytes + s->lit_off[i], len))
-            return -1;
+            return failed(s, i, e);
         at[i] = q;
         q += len;
         if (i + 1 == s->nlit)
             break;
         if (!(q = lex_int(q, end, &v)))
-            return -1;
-        if (s->slot[i] >= 0) {
+            return failed(s, i, e);
+        if (s->slot[i] >= 0)
             e->i[s->slot[i]] = v;
-            e->have_i |= 1u << s->slot[i];
-        }
     }
     if (q != last) /* more than white space after the closing '}' */
-        return -1;
+        return failed(s, i, e);
     for (k = 0; k < s->nstr; k++) {
         e->s[s->str[k].slot].p = at[s->str[k].lit] + s->str[k].off;
         e->s[s->str[k].slot].n = s->str[k].len;
-        e->have_s |= 1u << s->str[k].slot;
     }
+    e->have_i = s->have_i;
+    e->have_s = s->have_s;
     e->kind = s->kind;
     e->have_tag_ok = s->have_tag_ok;
     e->tag_ok = s->tag_ok;
@@ -155,6 +167,8 @@ void shape__learn(const char *p, const char *last, const struct event *e,
             from = lg->v[i].end;
         }
     }
+    s->have_i = e->have_i;
+    s->have_s = e->have_s;
     s->kind = e->kind;
     s->have_tag_ok = e->have_tag_ok;
     s->tag_ok = e->tag_ok;
