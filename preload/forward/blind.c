@@ -354,7 +354,7 @@ static int collect_pairs(void)
         for (int s = 0; s < n; s++) {
             const struct tlsm_fwd_entry *e = atomic_load(&h->slot[s]);
             struct tlsm_obj *c = e ? tlsm_obj_of((const void *)e->start) : NULL;
-            struct tlsm_obj *t = e ? e->target : NULL;
+            struct tlsm_obj *t = e ? e->fwd.target : NULL;
             /* only forwards into OpenSSL instances; patched callers: got.c writes theirs */
             if (!c || !t || !t->lib_id || tlsm_got_patched(c))
                 continue;

@@ -175,7 +175,7 @@ static void cache(enum tlsm_fn id, const struct tlsm_obj *caller, struct tlsm_fw
         i++;
     if (i < TLSM_FWD_SLOTS && entries_used < ENTRY_POOL) {
         struct tlsm_fwd_entry *e = &entry_pool[entries_used++];
-        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd.fn, fwd.target,
+        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd,
                                      fwd.target ? fwd.target->start : 0};
         atomic_store_explicit(&h->slot[i], e, memory_order_release);
         if (i == n)
@@ -233,8 +233,11 @@ static bool range_alive(uintptr_t start, uintptr_t end)
 /* After a dlclose: forget only the answers whose caller or target object went away (one
  * atomic store each), so a program that loads and unloads plugins in a loop keeps its
  * cache and its object registry small. */
+_Atomic unsigned tlsm_resolve_gen;
+
 void tlsm_resolve_invalidate(void)
 {
+    atomic_fetch_add_explicit(&tlsm_resolve_gen, 1, memory_order_acq_rel);
     tlsm_obj_mark_stale();
     pthread_mutex_lock(&slot_lock);
     for (int i = 0; i < TLSM_FN_COUNT; i++) {
@@ -242,7 +245,7 @@ void tlsm_resolve_invalidate(void)
         int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
         for (int k = 0; k < n; k++) {
             struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[k], memory_order_relaxed);
-            if (e && ((e->target && e->target->stale) || !range_alive(e->start, e->end)))
+            if (e && ((e->fwd.target && e->fwd.target->stale) || !range_alive(e->start, e->end)))
                 atomic_store_explicit(&h->slot[k], NULL, memory_order_release);
         }
     }

@@ -15,11 +15,15 @@ struct tlsm_obj;
 
 /* Where one caller object's calls to one function go. Entries are immutable once
  * published and never reused: a reader may hold one while it is being unpublished. */
-struct tlsm_fwd_entry {
-    uintptr_t start, end; /* caller object's address range */
+struct tlsm_fwd {
     void *fn;
     struct tlsm_obj *target; /* object that defines fn */
-    uintptr_t target_start;  /* its start (tlsm_fwd_last), 0 without a target */
+};
+
+struct tlsm_fwd_entry {
+    uintptr_t start, end; /* caller object's address range */
+    struct tlsm_fwd fwd;
+    uintptr_t target_start; /* its start (tlsm_fwd_last), 0 without a target */
 };
 
 #define TLSM_FWD_SLOTS 16
@@ -36,11 +40,6 @@ struct tlsm_hook {
 extern struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT];
 /* An array member named key: the names of the hooked functions in fns (bit per id). */
 void tlsm_hooks_write(struct tlsm_json *j, const char *key, uint64_t fns);
-
-struct tlsm_fwd {
-    void *fn;
-    struct tlsm_obj *target;
-};
 
 struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
 
@@ -81,7 +80,7 @@ static inline struct tlsm_fwd tlsm_forward_at(enum tlsm_fn id, const void *calle
         return tlsm_resolve_slow(id, caller);
     if (i != last)
         atomic_store_explicit(&h->last, i, memory_order_relaxed);
-    return (struct tlsm_fwd){e->fn, e->target};
+    return e->fwd;
 }
 
 /* Hot path: the caller object that called this function last (libssl for the EVP calls) is
@@ -112,7 +111,39 @@ static inline __attribute__((always_inline)) struct tlsm_fwd tlsm_forward(enum t
 hit:
     if (e->target_start)
         tlsm_fwd_last = e->target_start;
-    return (struct tlsm_fwd){e->fn, e->target};
+    return e->fwd;
+}
+
+/* The same answer for a hook whose fast path makes no call before its tail call (so it saves
+ * no register: the EVP, GCM and SSL_read/write hooks run several times per record): the
+ * published answer of the slot that answered last when it holds this caller (or, for a tail
+ * call, the object the last forward went into) and a function. NULL sends the hook the full
+ * way (tlsm_forward, and tlsm_tracing's set-up of a thread's first call): a miss, a function
+ * defined nowhere, a thread not set up yet. The answer is an immutable entry's: it may be
+ * held through the call. */
+static inline __attribute__((always_inline)) const struct tlsm_fwd *
+tlsm_forward_fast(enum tlsm_fn id, const void *caller)
+{
+    if (__builtin_expect(!tlsm_th.started, 0))
+        return NULL;
+    struct tlsm_hook *h = &tlsm_hooks[id];
+    const struct tlsm_fwd_entry *e = atomic_load_explicit(
+        &h->slot[atomic_load_explicit(&h->last, memory_order_relaxed)], memory_order_acquire);
+    if (__builtin_expect(!e, 0))
+        return NULL;
+    uintptr_t c = (uintptr_t)caller;
+    if (__builtin_expect(c - e->start >= e->end - e->start || e->start == tlsm_self_start, 0)) {
+        if (c - tlsm_self_start >= tlsm_self_end - tlsm_self_start || !tlsm_fwd_last)
+            return NULL;
+        c = tlsm_fwd_last;
+        if (c - e->start >= e->end - e->start)
+            return NULL;
+    }
+    if (__builtin_expect(!e->fwd.fn, 0))
+        return NULL;
+    if (e->target_start)
+        tlsm_fwd_last = e->target_start;
+    return &e->fwd;
 }
 
 /* The real function, typed like the OpenSSL declaration: REAL(SSL_read, ra). */
@@ -120,6 +151,9 @@ hit:
 
 /* Objects were unloaded: forget the cached answers whose caller or target went away. */
 void tlsm_resolve_invalidate(void);
+/* Advanced by every tlsm_resolve_invalidate: an answer a hook keeps itself (hook_evp.c) is
+ * good while this has not moved. */
+extern _Atomic unsigned tlsm_resolve_gen;
 /* libc's dlclose, for tlsmeter's own use (our exported dlclose is a hook). */
 int tlsm_real_dlclose(void *handle);
 /* Does this address lie in libtlsmeter.so itself? */

@@ -24,6 +24,49 @@ static inline __attribute__((always_inline)) bool untraced_evp(void)
     return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
 }
 
+/* Per thread and nested function, the answer for the last outer function: the real
+ * EVP_CipherUpdate of one libcrypto always binds the same EVP_DecryptUpdate, until an object
+ * is unloaded (tlsm_resolve_gen). */
+struct nest_memo {
+    const void *outer;
+    void *fn;
+    unsigned gen;
+};
+static __thread struct nest_memo nest_memo[2] __attribute__((tls_model("initial-exec")));
+
+/* Before a traced call of the real EVP_CipherUpdate/EVP_CipherFinal_ex (fn) on ctx: its nested
+ * call of the hooked EVP_DecryptUpdate/EVP_DecryptFinal_ex (id; TLSM_FN_COUNT: none) on ctx
+ * goes to what the linker bound for fn's object, resolved with fn as the caller (an address
+ * inside that object): the answer the nested hook would find (tlsm_fwd_last). */
+static inline __attribute__((always_inline)) void nest_begin(int id, const void *ctx, void *fn)
+{
+    if (id == TLSM_FN_COUNT)
+        return;
+    struct nest_memo *m = &nest_memo[id == TLSM_FN_EVP_DecryptFinal_ex];
+    unsigned gen = atomic_load_explicit(&tlsm_resolve_gen, memory_order_acquire);
+    if (__builtin_expect(m->outer != fn || m->gen != gen, 0)) {
+        struct tlsm_fwd f = tlsm_forward((enum tlsm_fn)id, fn);
+        *m = (struct nest_memo){f.fn ? fn : NULL, f.fn, gen};
+    }
+    if (m->fn) {
+        tlsm_th.nest_fn = m->fn;
+        tlsm_th.nest_ctx = ctx;
+    }
+}
+
+/* The nested call announced by nest_begin: counted and forwarded, nothing else (the outer
+ * hook traces the operation). The token is taken once: a further call on ctx during the
+ * outer one goes the full way. */
+#define NESTED_CALL(name, ctx, ...)                                                                \
+    do {                                                                                           \
+        if ((ctx) == tlsm_th.nest_ctx && (ctx)) {                                                  \
+            void *nfn = tlsm_th.nest_fn;                                                           \
+            tlsm_th.nest_ctx = NULL;                                                               \
+            tlsm_th.calls[TLSM_FN_##name]++;                                                       \
+            return ((__typeof__(&name))nfn)(ctx, __VA_ARGS__);                                     \
+        }                                                                                          \
+    } while (0)
+
 #define INIT_HOOK(name, params, args, cipher, key, iv, enc, prm)                                   \
     TLSM_EXPORT int name params                                                                    \
     {                                                                                              \
@@ -61,6 +104,21 @@ INIT_HOOK(EVP_DecryptInit_ex2,
            const unsigned char *iv, const OSSL_PARAM params[]),
           (ctx, cipher, key, iv, params), cipher, key, iv, 0, params)
 
+/* The Update and Final hooks run several times per record, half of them nested (untraced),
+ * so each is three parts: the exported hook is a fast path with no call of its own (the published
+ * answer for its caller, tlsm_forward_fast; the tracing decision from loads only) ending in a tail
+ * call, so it saves no register and passes the program's arguments on in the registers they came
+ * in; traced_X (the real function last) traces the call; full_X is the full way for what the fast
+ * path cannot answer (first call of a thread, a new caller, a function defined nowhere). */
+
+/* Untraced, on a thread tlsm_forward_fast found set up: tracing off, our own call, exiting,
+ * or nested inside another EVP hook. */
+static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
+{
+    return !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || tlsm_th.guard ||
+           tlsm_th.exiting || tlsm_th.evp_depth;
+}
+
 TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
 {
     TLSM_HOOK_ENTER(EVP_CIPHER_CTX_ctrl, f);
@@ -84,72 +142,106 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     return ret;
 }
 
-/* The Update and Final hooks are split: the hook forwards with a tail call when the call is
- * not traced (the nested EVP_DecryptUpdate of every EVP_CipherUpdate, untracked contexts, and
- * TLSMETER_DISABLE=1), so that path saves and restores no registers; the traced part is a
- * function of its own. */
-#define UPDATE_HOOK(name)                                                                          \
-    static __attribute__((noinline)) int traced_##name(void *fn, EVP_CIPHER_CTX *ctx,              \
-                                                       unsigned char *out, int *outl,              \
-                                                       const unsigned char *in, int inl)           \
+/* nest: the hooked function the real one calls on the same context (TLSM_FN_COUNT: none). */
+#define UPDATE_HOOK(name, nest)                                                                    \
+    static __attribute__((noinline)) int traced_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,    \
+                                                       int *outl, const unsigned char *in,         \
+                                                       int inl, void *fn)                          \
     {                                                                                              \
         struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
             return ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                               \
         tlsm_rec_before_update(st, out, in, inl);                                                  \
         DATA_CALL_BEGIN(st);                                                                       \
-        int ret = st->rsm.in_rec && st->routed                                                     \
-                      ? tlsm_reroute_update(st, (tlsm_update_fn)fn, ctx, out, outl, in, inl)       \
-                      : ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                          \
+        int ret;                                                                                   \
+        if (st->rsm.in_rec && st->routed)                                                          \
+            ret = tlsm_reroute_update(st, (tlsm_update_fn)fn, ctx, out, outl, in, inl);            \
+        else {                                                                                     \
+            nest_begin(nest, ctx, fn);                                                             \
+            ret = ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                                \
+            tlsm_th.nest_ctx = NULL;                                                               \
+        }                                                                                          \
         DATA_CALL_END();                                                                           \
         int saved = errno;                                                                         \
         tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
         errno = saved;                                                                             \
         return ret;                                                                                \
     }                                                                                              \
-    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,                       \
-                         const unsigned char *in, int inl)                                         \
+    static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,      \
+                                                     int *outl, const unsigned char *in, int inl,  \
+                                                     const void *ra)                               \
     {                                                                                              \
-        TLSM_HOOK_ENTER(name, f);                                                                  \
+        struct tlsm_fwd f = tlsm_forward(TLSM_FN_##name, ra);                                      \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
         if (!f.fn)                                                                                 \
             return errno = ENOSYS, 0;                                                              \
         if (untraced_evp())                                                                        \
             return TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                    \
-        return traced_##name(f.fn, ctx, out, outl, in, inl);                                       \
+        return traced_##name(ctx, out, outl, in, inl, f.fn);                                       \
+    }                                                                                              \
+    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,                       \
+                         const unsigned char *in, int inl)                                         \
+    {                                                                                              \
+        NESTED_CALL(name, ctx, out, outl, in, inl);                                                \
+        const struct tlsm_fwd *f = tlsm_forward_fast(TLSM_FN_##name, __builtin_return_address(0)); \
+        if (!f)                                                                                    \
+            return full_##name(ctx, out, outl, in, inl, __builtin_return_address(0));              \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
+        if (untraced_evp_fast())                                                                   \
+            return TLSM_REAL(name, *f)(ctx, out, outl, in, inl);                                   \
+        return traced_##name(ctx, out, outl, in, inl, f->fn);                                      \
     }
 
-UPDATE_HOOK(EVP_CipherUpdate)
-UPDATE_HOOK(EVP_DecryptUpdate)
+UPDATE_HOOK(EVP_CipherUpdate, TLSM_FN_EVP_DecryptUpdate)
+UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
 
-#define FINAL_HOOK(name)                                                                           \
-    static __attribute__((noinline)) int traced_##name(void *fn, EVP_CIPHER_CTX *ctx,              \
-                                                       unsigned char *outm, int *outl)             \
+#define FINAL_HOOK(name, nest)                                                                     \
+    static __attribute__((noinline)) int traced_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,   \
+                                                       int *outl, void *fn)                        \
     {                                                                                              \
         struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
             return ((__typeof__(&name))fn)(ctx, outm, outl);                                       \
         DATA_CALL_BEGIN(st);                                                                       \
-        int ret = st->rsm.in_rec && st->routed                                                     \
-                      ? tlsm_reroute_final(st, (tlsm_final_fn)fn, ctx, outm, outl)                 \
-                      : ((__typeof__(&name))fn)(ctx, outm, outl);                                  \
+        int ret;                                                                                   \
+        if (st->rsm.in_rec && st->routed)                                                          \
+            ret = tlsm_reroute_final(st, (tlsm_final_fn)fn, ctx, outm, outl);                      \
+        else {                                                                                     \
+            nest_begin(nest, ctx, fn);                                                             \
+            ret = ((__typeof__(&name))fn)(ctx, outm, outl);                                        \
+            tlsm_th.nest_ctx = NULL;                                                               \
+        }                                                                                          \
         DATA_CALL_END();                                                                           \
         int saved = errno;                                                                         \
         tlsm_rec_on_final(st, ret);                                                                \
         errno = saved;                                                                             \
         return ret;                                                                                \
     }                                                                                              \
-    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl)                      \
+    static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,     \
+                                                     int *outl, const void *ra)                    \
     {                                                                                              \
-        TLSM_HOOK_ENTER(name, f);                                                                  \
+        struct tlsm_fwd f = tlsm_forward(TLSM_FN_##name, ra);                                      \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
         if (!f.fn)                                                                                 \
             return errno = ENOSYS, 0;                                                              \
         if (untraced_evp())                                                                        \
             return TLSM_REAL(name, f)(ctx, outm, outl);                                            \
-        return traced_##name(f.fn, ctx, outm, outl);                                               \
+        return traced_##name(ctx, outm, outl, f.fn);                                               \
+    }                                                                                              \
+    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl)                      \
+    {                                                                                              \
+        NESTED_CALL(name, ctx, outm, outl);                                                        \
+        const struct tlsm_fwd *f = tlsm_forward_fast(TLSM_FN_##name, __builtin_return_address(0)); \
+        if (!f)                                                                                    \
+            return full_##name(ctx, outm, outl, __builtin_return_address(0));                      \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
+        if (untraced_evp_fast())                                                                   \
+            return TLSM_REAL(name, *f)(ctx, outm, outl);                                           \
+        return traced_##name(ctx, outm, outl, f->fn);                                              \
     }
 
-FINAL_HOOK(EVP_CipherFinal_ex)
-FINAL_HOOK(EVP_DecryptFinal_ex)
+FINAL_HOOK(EVP_CipherFinal_ex, TLSM_FN_EVP_DecryptFinal_ex)
+FINAL_HOOK(EVP_DecryptFinal_ex, TLSM_FN_COUNT)
 
 TLSM_EXPORT int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsigned char *in,
                            unsigned int inl)

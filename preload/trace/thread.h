@@ -40,6 +40,13 @@ struct tlsm_thread {
      * open: GCM inner calls on this thread belong to that record (hook_gcm.c). Saved and restored
      * around the call, so a nested one on another context does not mix them. */
     struct tlsm_rsm_ctx *rec_cur;
+    /* A traced EVP_CipherUpdate/EVP_CipherFinal_ex forwards to the real one, which tail-calls
+     * the nested EVP_DecryptUpdate/EVP_DecryptFinal_ex on the same context through its PLT,
+     * reaching our hook again: that nested call is forwarded straight to nest_fn, the
+     * function the linker bound for the real one (hooks/hook_evp.c), with no second
+     * resolution or tracing decision. Set only around the outer call. */
+    const void *nest_ctx;
+    void *nest_fn;
     /* Handshake parts (hs.h): the accumulator of the connection whose handshake-driving SSL_*
      * call runs now (NULL outside one), the part in flight (nested hooked calls belong to
      * it), and the EVP_MD_CTX last set up for a MAC key (a PSK binder, not a signature). */
