@@ -93,12 +93,35 @@ static void to_front(unsigned k)
     order[0] = idx;
 }
 
+/* The shape that came after each one last time, tried first: lines alternate (a rec, then
+ * the read it belongs to), so the most recent shape is rarely the next one. */
+static int8_t after[SHAPES] = {[0 ... SHAPES - 1] = -1};
+static int prev = -1; /* the shape of the last line */
+
+static void seen(int idx)
+{
+    if (prev >= 0)
+        after[prev] = (int8_t)idx;
+    prev = idx;
+}
+
 int shape__match(const char *p, const char *last, const char *end, struct event *e)
 {
+    int guess = prev >= 0 ? after[prev] : -1;
     unsigned k;
 
+    if (guess >= 0) {
+        if (!match_one(&shapes[guess], p, last, end, e)) {
+            prev = guess;
+            return 0;
+        }
+        event__clear(e);
+    }
     for (k = 0; k < nshapes; k++) {
+        if (order[k] == guess)
+            continue;
         if (!match_one(&shapes[order[k]], p, last, end, e)) {
+            seen(order[k]);
             if (k)
                 to_front(k);
             return 0;
@@ -176,5 +199,6 @@ void shape__learn(const char *p, const char *last, const struct event *e,
         s->nlit = 0; /* cannot happen (strings lie between integers): kept as unusable */
         return;
     }
+    seen(order[k]);
     to_front(k);
 }
