@@ -66,7 +66,7 @@ static inline uint64_t digit_run(const char *d, const char **end)
 static const unsigned char lex_not_int_end[256]
     __attribute__((unused)) = {['.'] = 1, ['e'] = 1, ['E'] = 1};
 
-/* The integer value of the n (1..7) digits in t (the eight bytes at them, each ^ '0'):
+/* The integer value of the n (1..8) digits in t (the eight bytes at them, each ^ '0'):
  * shifted so leading zeros fill the word, summed pairwise (first digit in the lowest byte). */
 static inline uint64_t lex_swar8(uint64_t t, unsigned n)
 {
@@ -76,11 +76,23 @@ static inline uint64_t lex_swar8(uint64_t t, unsigned n)
     return ((t & 0x0000ffff0000ffffull) * 42949672960001ull) >> 32;
 }
 
+/* How many of the eight bytes at d are digits before the first other byte (a byte b ^ '0'
+ * above 9), and in *t the eight bytes ^ '0'. */
+static inline unsigned lex_run8(const char *d, uint64_t *t)
+{
+    uint64_t x = ld64(d) ^ 0x3030303030303030ull;
+    uint64_t nd =
+        (((x & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | x) & 0x8080808080808080ull;
+
+    *t = x;
+    return nd ? (unsigned)__builtin_ctzll(nd) >> 3 : 8;
+}
+
 /* An integer as the scanner reads it (at most 18 digits, no leading zero, no fraction or
  * exponent) at p, lim the end of the line: its end, or NULL. No bound checks on the digits:
- * the caller knows a '}' ends the line. Most values are 1 to 7 digits: with eight bytes
- * there they are read as one word (little-endian only): the run's length is where the first
- * byte b ^ '0' above 9 is, and the byte loop's exit at an unpredictable length is avoided. */
+ * the caller knows a '}' ends the line. Up to 15 digits (a trace's times and sizes) are read
+ * as one or two 8-byte words where the line holds them (little-endian only), which avoids the byte
+ * loop's exit at an unpredictable length. */
 static inline const char *lex_int(const char *p, const char *lim, int64_t *out)
 {
     bool neg = *p == '-';
@@ -89,19 +101,24 @@ static inline const char *lex_int(const char *p, const char *lim, int64_t *out)
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (lim - d >= 8) {
-        uint64_t t = ld64(d) ^ 0x3030303030303030ull;
-        uint64_t nd =
-            (((t & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | t) & 0x8080808080808080ull;
-        unsigned n = (unsigned)__builtin_ctzll(nd | (1ull << 63)) >> 3; /* 7: seven or more */
+        static const uint64_t pow10[8] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000};
+        uint64_t t, t2;
+        unsigned n = lex_run8(d, &t), m;
 
-        if (n < 7 || (nd >> 56)) {
-            if (!n || (n > 1 && *d == '0') || lex_not_int_end[(unsigned char)d[n]])
-                return NULL;
-            v = lex_swar8(t, n);
-            *out = neg ? -(int64_t)v : (int64_t)v;
-            return d + n;
+        if (n < 8) {
+            v = n ? lex_swar8(t, n) : 0;
+        } else if (lim - d >= 16 && (m = lex_run8(d + 8, &t2)) < 8) {
+            v = lex_swar8(t, 8) * pow10[m] + (m ? lex_swar8(t2, m) : 0);
+            n += m;
+        } else {
+            goto loop; /* 16 digits or more, or too near the end for a second word */
         }
+        if (!n || (n > 1 && *d == '0') || lex_not_int_end[(unsigned char)d[n]])
+            return NULL;
+        *out = neg ? -(int64_t)v : (int64_t)v;
+        return d + n;
     }
+loop:
 #endif
     v = digit_run(d, &q);
     if (q == d || q - d > 18 || (q - d > 1 && *d == '0') || *q == '.' || *q == 'e' || *q == 'E')

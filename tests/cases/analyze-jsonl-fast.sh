@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # analyze-jsonl-fast: the JSON Lines fast paths (input/shape.c: lines repeating a shape seen
 # before; input/scan.c: the member scanner) read every line as jansson does. The same events
-# and the same odd lines (a real, a leading zero, 7/8/9/18/19 digits, -0, a bare '-', another
+# and the same odd lines (a real, a leading zero, 7 to 19 digits, -0, a bare '-', another
 # string, trailing bytes, a duplicate key, a NUL, a cut literal), each right after the line it
 # was made from (so its shape is the one tried first), are read once from compact lines (fast
 # paths) and once with an escape in every line's kind (jansson only: no line reaches a fast
@@ -38,7 +38,8 @@ def odd(l):
     for key in (b"len", b"pt", b"got", b"crypto_ns", b"t"):
         for new in (b"1.5", b"016401", b"1e3", b"12345678", b"1234567", b"123456789", b"-0", b"-",
                     b"", b"123456789012345678", b"1234567890123456789", b"-9223372036854775808",
-                    b"99999999999999999999", b"7 ", b" 7"):
+                    b"99999999999999999999", b"7 ", b" 7", b"123456789012345", b"1234567890123456",
+                    b"10000000", b"100000000000000", b"0123456789012", b"-12345678901234"):
             v = swap(l, key, new)
             if v is not None:
                 out.append(v)
