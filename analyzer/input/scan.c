@@ -168,7 +168,7 @@ struct memo {
 };
 static struct memo memos[EV_N][MEMO_MEMBERS + 1]; /* the last: every member past them */
 
-/* The last kinds "ev" named (rec, read, write, conn alternate), as `"name"`. */
+/* The last kinds "ev" named (rec, read, write, conn alternate): name bytes and kind. */
 #define EV_MEMO 4
 static struct {
     uint8_t n;
