@@ -118,14 +118,11 @@ hit:
  * no register: the EVP, GCM and SSL_read/write hooks run several times per record): the
  * published answer of the slot that answered last when it holds this caller (or, for a tail
  * call, the object the last forward went into) and a function. NULL sends the hook the full
- * way (tlsm_forward, and tlsm_tracing's set-up of a thread's first call): a miss, a function
- * defined nowhere, a thread not set up yet. The answer is an immutable entry's: it may be
- * held through the call. */
+ * way (tlsm_forward): a miss, a function defined nowhere. The answer is an immutable entry's:
+ * it may be held through the call. */
 static inline __attribute__((always_inline)) const struct tlsm_fwd *
 tlsm_forward_fast(enum tlsm_fn id, const void *caller)
 {
-    if (__builtin_expect(!tlsm_th.started, 0))
-        return NULL;
     struct tlsm_hook *h = &tlsm_hooks[id];
     const struct tlsm_fwd_entry *e = atomic_load_explicit(
         &h->slot[atomic_load_explicit(&h->last, memory_order_relaxed)], memory_order_acquire);

@@ -80,10 +80,10 @@ static inline __attribute__((always_inline)) void nest_begin(int id, const void 
         tlsm_th.evp_depth++;                                                                       \
         int ret = TLSM_REAL(name, f) args;                                                         \
         tlsm_th.evp_depth--;                                                                       \
-        int saved = errno;                                                                         \
+        int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
         tlsm_rec_after_init(ctx, cipher, key, iv, enc, prm, __builtin_return_address(0), f.target, \
                             ret);                                                                  \
-        errno = saved;                                                                             \
+        *ep = saved;                                                                               \
         return ret;                                                                                \
     }
 
@@ -111,8 +111,8 @@ INIT_HOOK(EVP_DecryptInit_ex2,
  * in; traced_X (the real function last) traces the call; full_X is the full way for what the fast
  * path cannot answer (first call of a thread, a new caller, a function defined nowhere). */
 
-/* Untraced, on a thread tlsm_forward_fast found set up: tracing off, our own call, exiting,
- * or nested inside another EVP hook. */
+/* untraced_evp from loads only: tracing off, our own call, exiting, or nested inside another
+ * EVP hook. A thread's first traced call is set up by traced_X (tlsm_traced_start). */
 static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
 {
     return !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || tlsm_th.guard ||
@@ -136,9 +136,13 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     tlsm_th.evp_depth++;
     int ret = TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     tlsm_th.evp_depth--;
-    int saved = errno;
+    /* The ctrl of every TLS 1.3 record (SET_TAG, or GET_TAG when sealing) with nobody to tell:
+     * nothing to do after it (tlsm_rec_after_ctrl acts on an AAD or for an observer). */
+    if (type != EVP_CTRL_AEAD_TLS1_AAD && !tlsm_rec_obs.mirror_ctrl)
+        return ret;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_after_ctrl(st, type, arg, ptr, ret);
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 
@@ -148,6 +152,7 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
                                                        int *outl, const unsigned char *in,         \
                                                        int inl, void *fn)                          \
     {                                                                                              \
+        tlsm_traced_start(&tlsm_th);                                                               \
         struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
             return ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                               \
@@ -162,9 +167,9 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
             tlsm_th.nest_ctx = NULL;                                                               \
         }                                                                                          \
         DATA_CALL_END();                                                                           \
-        int saved = errno;                                                                         \
+        int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
         tlsm_rec_on_update(st, out, outl, in, inl, ret);                                           \
-        errno = saved;                                                                             \
+        *ep = saved;                                                                               \
         return ret;                                                                                \
     }                                                                                              \
     static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,      \
@@ -199,6 +204,7 @@ UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
     static __attribute__((noinline)) int traced_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,   \
                                                        int *outl, void *fn)                        \
     {                                                                                              \
+        tlsm_traced_start(&tlsm_th);                                                               \
         struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);                                          \
         if (!st)                                                                                   \
             return ((__typeof__(&name))fn)(ctx, outm, outl);                                       \
@@ -212,9 +218,9 @@ UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
             tlsm_th.nest_ctx = NULL;                                                               \
         }                                                                                          \
         DATA_CALL_END();                                                                           \
-        int saved = errno;                                                                         \
+        int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
         tlsm_rec_on_final(st, ret);                                                                \
-        errno = saved;                                                                             \
+        *ep = saved;                                                                               \
         return ret;                                                                                \
     }                                                                                              \
     static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,     \
@@ -257,9 +263,9 @@ TLSM_EXPORT int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsign
                   ? tlsm_reroute_cipher(st, (tlsm_cipher_fn)f.fn, ctx, out, in, inl)
                   : TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
     DATA_CALL_END();
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_on_cipher(st, out, (int)inl, ret);
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 

@@ -45,14 +45,14 @@ static inline __attribute__((always_inline)) int traced_io(enum tlsm_fn id, stru
         break;
     }
     uint64_t t1 = tlsm_now();
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     int64_t got = ret;
     if (id == TLSM_FN_SSL_read_ex || id == TLSM_FN_SSL_peek_ex || id == TLSM_FN_SSL_write_ex)
         got = ret == 1 && nb ? (int64_t)*nb : 0;
     tlsm_io_leave(&sc, s, dir, tlsm_hooks[id].name, want, ret, got, t0, t1);
     th->site = NULL;
     th->ssl_depth--;
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 

@@ -5,6 +5,7 @@
 
 #include "base/fn.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -59,6 +60,7 @@ struct tlsm_thread {
     const volatile struct perf_event_mmap_page *cpu_page;
     struct rseq *cpu_rseq;
     struct tlsm_tbuf *buf;
+    int *errno_p; /* this thread's errno (tlsm_errno), NULL until first asked */
     uint64_t calls[TLSM_FN_COUNT];
 };
 
@@ -80,12 +82,29 @@ void tlsm_thread_atfork(bool take);
 /* Set once the constructor finished and tracing is on; cleared on quiet and at exit. */
 extern _Atomic bool tlsm_active;
 
+/* This thread's errno, whose address does not change while the thread lives: a hot hook
+ * saves and restores it around its own work with a load, not a __errno_location call. */
+static inline int *tlsm_errno(struct tlsm_thread *th)
+{
+    int *p = th->errno_p;
+    if (__builtin_expect(!p, 0))
+        p = th->errno_p = &errno;
+    return p;
+}
+
+/* The first-use set-up of a call tlsm_tracing's checks let through (a hook that made them
+ * from loads only, hooks/hook_evp.c). */
+static inline void tlsm_traced_start(struct tlsm_thread *th)
+{
+    if (__builtin_expect(!th->started, 0))
+        tlsm_thread_start(th);
+}
+
 static inline bool tlsm_tracing(struct tlsm_thread *th)
 {
     if (!atomic_load_explicit(&tlsm_active, memory_order_relaxed) || th->guard || th->exiting)
         return false;
-    if (__builtin_expect(!th->started, 0))
-        tlsm_thread_start(th);
+    tlsm_traced_start(th);
     return true;
 }
 
