@@ -162,6 +162,17 @@ static struct bucket *bucket_of(const char *cipher, const char *path, int64_t li
     return NULL;
 }
 
+/* Set by the first record, read or socket read: a process that had none (env, a shell, a
+ * program that never spoke TLS) writes no summary, and so opens no trace for it, as event
+ * mode writes none. */
+static _Atomic bool touched;
+
+static inline void touch(void)
+{
+    if (!atomic_load_explicit(&touched, memory_order_relaxed))
+        atomic_store_explicit(&touched, true, memory_order_relaxed);
+}
+
 static void maybe_flush(void)
 {
     if (tlsm_cfg.interval && tlsm_now() >= atomic_load_explicit(&next_due, memory_order_relaxed))
@@ -170,6 +181,7 @@ static void maybe_flush(void)
 
 void tlsm_summary_rec(const struct tlsm_sum_rec *r)
 {
+    touch();
     struct bucket *b = bucket_of(r->cipher, r->path, r->lib, r->out);
     uint64_t len = r->len > 0 ? (uint64_t)r->len : 0, pt = r->pt > 0 ? (uint64_t)r->pt : 0;
     uint64_t over = r->tls12 ? 24 : 16, ct = len > over ? len - over : 0;
@@ -209,6 +221,7 @@ void tlsm_summary_rec(const struct tlsm_sum_rec *r)
 void tlsm_summary_read(bool out, bool peek, int64_t want, int64_t got, int err, uint64_t ns,
                        uint32_t recs)
 {
+    touch();
     _Atomic uint64_t *d = reads[out], (*h)[LOG2_N] = hists[out];
     add(&d[D_RECS_IN], recs);
     if (got > 0)
@@ -233,6 +246,7 @@ void tlsm_summary_read(bool out, bool peek, int64_t want, int64_t got, int err, 
 
 void tlsm_summary_sockread(int64_t lib, int64_t got, int err)
 {
+    touch();
     int i = 0;
     for (int64_t none = 0; i < MAX_BUCKETS; i++, none = 0)
         if (atomic_load(&socks[i].lib) == lib ||
@@ -409,6 +423,8 @@ void tlsm_summary_flush(bool always)
 {
     if (!tlsm_summary_on())
         return;
+    if (always && !atomic_load(&touched) && !tlsm_trace_is_open())
+        return;            /* nothing counted, no trace: leave it unopened */
     if (!interval_ticks) { /* the interval in ticks, from the rate over 2^32 ticks */
         uint64_t probe = 1ull << 32, ns = tlsm_ticks_to_ns(probe);
         uint64_t want = (uint64_t)(tlsm_cfg.interval ? tlsm_cfg.interval : 1) * 1000000000u;

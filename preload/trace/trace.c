@@ -273,6 +273,11 @@ unsigned tlsm_trace_generation(void)
     return trace_gen;
 }
 
+bool tlsm_trace_is_open(void)
+{
+    return atomic_load_explicit(&tlsm_tr_state, memory_order_acquire) == ST_OPEN;
+}
+
 bool tlsm_trace_ready(void)
 {
     int s = atomic_load_explicit(&tlsm_tr_state, memory_order_acquire);

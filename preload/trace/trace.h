@@ -15,6 +15,8 @@ struct tlsm_tbuf;
 /* Open the trace file and write the header, once per process (and again in a forked
  * child). Returns false when tracing is off (disabled, secure mode, open failed). */
 bool tlsm_trace_ready(void);
+/* The trace is open now (without opening it, as tlsm_trace_ready would). */
+bool tlsm_trace_is_open(void);
 /* Append one complete line for the calling thread. */
 void tlsm_trace_line(const char *line, size_t len);
 /* Format 2, the hot events' fast path (core/record.c, core/conn.c): the calling thread's chunk,

@@ -48,6 +48,29 @@ for prog in echo exit3 cprog; do
     esac
 done
 
+# Issue 14: summary mode writes its totals only where there was TLS to count: a program
+# that never spoke TLS gets no trace (it used to open one at exit in every process, and
+# calibrate the clock for it).
+for prog in echo exit3 cprog; do
+    declare -n cmd=PROG_$prog
+    name="core-noossl summary $prog"
+    p=$d/$prog.sum
+    TLS_ENV=(TLSMETER_EVENTS=summary)
+    tls_run "$p.traced" "$p.trace.%p.jsonl" "${cmd[@]}"
+    TLS_ENV=()
+    unset -n cmd
+    if ! why=$(tls_same_run "$name" "$d/$prog.plain" "$p.traced"); then
+        fail "$name: $why"
+        continue
+    fi
+    tls_traces "$p.trace.*"
+    if [ ${#TRACES[@]} -eq 0 ]; then
+        pass "$name (no trace written)"
+    else
+        fail "$name: ${#TRACES[@]} trace file(s) for a process without TLS: ${TRACES[*]}"
+    fi
+done
+
 # Issue 14: TLSMETER_CRYPTO=hw loads its private libcrypto copy (a memfd named
 # tlsmeter-backend) at start-up only where a libcrypto is loaded. The same few lines, built
 # twice: libc only, and with libcrypto as a DT_NEEDED (the control: there the copy must be
