@@ -19,7 +19,8 @@ export LD_PRELOAD=$SANPRE
 "$TLSM_TOP/scripts/install-deps" --extra shellcheck >/dev/null 2>&1
 if command -v shellcheck >/dev/null; then
     (cd "$TLSM_TOP" && check "core-scripts shellcheck" shellcheck -x -P SCRIPTDIR:. \
-        scripts/tlsmeter scripts/demo scripts/bench tests/lib-tls.sh tests/cases/core-*.sh)
+        scripts/tlsmeter scripts/demo scripts/bench scripts/bench-* scripts/lib-bench.sh \
+        tests/lib-tls.sh tests/cases/core-*.sh)
 else
     skip "core-scripts shellcheck: shellcheck not installed and cannot be"
 fi
