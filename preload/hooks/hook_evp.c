@@ -146,6 +146,35 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     return ret;
 }
 
+#define TLSM_UNPAREN(...) __VA_ARGS__
+/* NESTED_CALL with its arguments expanded first (an argument list from TLSM_UNPAREN). */
+#define NESTED_CALL_EXPANDED(...) NESTED_CALL(__VA_ARGS__)
+
+/* full_X and the exported X of a data hook whose traced_X(ARGS..., fn) is defined: PARAMS and
+ * ARGS are the hook's parameter and argument lists, in parentheses. */
+#define DATA_HOOK_ENTRY(name, PARAMS, ARGS)                                                        \
+    static __attribute__((noinline)) int full_##name(TLSM_UNPAREN PARAMS, const void *ra)          \
+    {                                                                                              \
+        struct tlsm_fwd f = tlsm_forward(TLSM_FN_##name, ra);                                      \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
+        if (!f.fn)                                                                                 \
+            return errno = ENOSYS, 0;                                                              \
+        if (untraced_evp())                                                                        \
+            return TLSM_REAL(name, f) ARGS;                                                        \
+        return traced_##name(TLSM_UNPAREN ARGS, f.fn);                                             \
+    }                                                                                              \
+    TLSM_EXPORT int name PARAMS                                                                    \
+    {                                                                                              \
+        NESTED_CALL_EXPANDED(name, TLSM_UNPAREN ARGS);                                             \
+        const struct tlsm_fwd *f = tlsm_forward_fast(TLSM_FN_##name, __builtin_return_address(0)); \
+        if (!f)                                                                                    \
+            return full_##name(TLSM_UNPAREN ARGS, __builtin_return_address(0));                    \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
+        if (untraced_evp_fast())                                                                   \
+            return TLSM_REAL(name, *f) ARGS;                                                       \
+        return traced_##name(TLSM_UNPAREN ARGS, f->fn);                                            \
+    }
+
 /* nest: the hooked function the real one calls on the same context (TLSM_FN_COUNT: none). */
 #define UPDATE_HOOK(name, nest)                                                                    \
     static __attribute__((noinline)) int traced_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,    \
@@ -172,30 +201,10 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         *ep = saved;                                                                               \
         return ret;                                                                                \
     }                                                                                              \
-    static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,      \
-                                                     int *outl, const unsigned char *in, int inl,  \
-                                                     const void *ra)                               \
-    {                                                                                              \
-        struct tlsm_fwd f = tlsm_forward(TLSM_FN_##name, ra);                                      \
-        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
-        if (!f.fn)                                                                                 \
-            return errno = ENOSYS, 0;                                                              \
-        if (untraced_evp())                                                                        \
-            return TLSM_REAL(name, f)(ctx, out, outl, in, inl);                                    \
-        return traced_##name(ctx, out, outl, in, inl, f.fn);                                       \
-    }                                                                                              \
-    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,                       \
-                         const unsigned char *in, int inl)                                         \
-    {                                                                                              \
-        NESTED_CALL(name, ctx, out, outl, in, inl);                                                \
-        const struct tlsm_fwd *f = tlsm_forward_fast(TLSM_FN_##name, __builtin_return_address(0)); \
-        if (!f)                                                                                    \
-            return full_##name(ctx, out, outl, in, inl, __builtin_return_address(0));              \
-        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
-        if (untraced_evp_fast())                                                                   \
-            return TLSM_REAL(name, *f)(ctx, out, outl, in, inl);                                   \
-        return traced_##name(ctx, out, outl, in, inl, f->fn);                                      \
-    }
+    DATA_HOOK_ENTRY(                                                                               \
+        name,                                                                                      \
+        (EVP_CIPHER_CTX * ctx, unsigned char *out, int *outl, const unsigned char *in, int inl),   \
+        (ctx, out, outl, in, inl))
 
 UPDATE_HOOK(EVP_CipherUpdate, TLSM_FN_EVP_DecryptUpdate)
 UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
@@ -223,28 +232,7 @@ UPDATE_HOOK(EVP_DecryptUpdate, TLSM_FN_COUNT)
         *ep = saved;                                                                               \
         return ret;                                                                                \
     }                                                                                              \
-    static __attribute__((noinline)) int full_##name(EVP_CIPHER_CTX *ctx, unsigned char *outm,     \
-                                                     int *outl, const void *ra)                    \
-    {                                                                                              \
-        struct tlsm_fwd f = tlsm_forward(TLSM_FN_##name, ra);                                      \
-        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
-        if (!f.fn)                                                                                 \
-            return errno = ENOSYS, 0;                                                              \
-        if (untraced_evp())                                                                        \
-            return TLSM_REAL(name, f)(ctx, outm, outl);                                            \
-        return traced_##name(ctx, outm, outl, f.fn);                                               \
-    }                                                                                              \
-    TLSM_EXPORT int name(EVP_CIPHER_CTX *ctx, unsigned char *outm, int *outl)                      \
-    {                                                                                              \
-        NESTED_CALL(name, ctx, outm, outl);                                                        \
-        const struct tlsm_fwd *f = tlsm_forward_fast(TLSM_FN_##name, __builtin_return_address(0)); \
-        if (!f)                                                                                    \
-            return full_##name(ctx, outm, outl, __builtin_return_address(0));                      \
-        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
-        if (untraced_evp_fast())                                                                   \
-            return TLSM_REAL(name, *f)(ctx, outm, outl);                                           \
-        return traced_##name(ctx, outm, outl, f->fn);                                              \
-    }
+    DATA_HOOK_ENTRY(name, (EVP_CIPHER_CTX * ctx, unsigned char *outm, int *outl), (ctx, outm, outl))
 
 FINAL_HOOK(EVP_CipherFinal_ex, TLSM_FN_EVP_DecryptFinal_ex)
 FINAL_HOOK(EVP_DecryptFinal_ex, TLSM_FN_COUNT)
