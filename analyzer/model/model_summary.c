@@ -95,6 +95,7 @@ static int records(struct model *m, struct trace *t, json_t *o, char *err, size_
     stats__add(&t->st, &s);
     if (!m->out) { /* the decrypting side's part says them */
         t->sum_lost_recs += u(o, "lost_recs");
+        t->sum_lost_sockreads += u(o, "lost_sockreads");
         if (json_is_integer(json_object_get(o, "threads_unlisted")))
             t->sum_threads_unlisted = json_integer_value(json_object_get(o, "threads_unlisted"));
     }
@@ -137,6 +138,7 @@ static int process(struct model *m, struct trace *t, json_t *o, char *err, size_
     stats__add(&t->st, &s);
     if (!m->out) { /* the decrypting side's part says them */
         t->sum_lost_recs += u(o, "lost_recs");
+        t->sum_lost_sockreads += u(o, "lost_sockreads");
         if (json_is_integer(json_object_get(o, "threads_unlisted")))
             t->sum_threads_unlisted = json_integer_value(json_object_get(o, "threads_unlisted"));
     }

@@ -245,8 +245,9 @@ static void dropped(struct summary *s, const struct trace *t)
 }
 
 /* A summary trace's own losses (docs/trace-format.md, summary): records of more (instance,
- * cipher, path, direction) buckets than the writer keeps, and threads past its live list
- * still running at exit, whose reads and writes no snapshot holds. */
+ * cipher, path, direction) buckets than the writer keeps, socket reads of more copies, and
+ * threads past its live list still running at exit, whose reads and writes no snapshot
+ * holds. */
 static void summary_lost(struct summary *s, const struct trace *t)
 {
     struct verdict *v;
@@ -258,6 +259,14 @@ static void summary_lost(struct summary *s, const struct trace *t)
                              t->file, (unsigned long long)t->sum_lost_recs,
                              t->sum_lost_recs == 1 ? "" : "s");
         verdict__evidence(v, "lost_recs", (double)t->sum_lost_recs);
+    }
+    if (t->sum_lost_sockreads) {
+        v = summary__verdict(s, V_DROPPED, "blind",
+                             "%s: %llu socket read%s of more than 8 copies past the hooks counted "
+                             "in no summary part; their bytes are not in the totals",
+                             t->file, (unsigned long long)t->sum_lost_sockreads,
+                             t->sum_lost_sockreads == 1 ? "" : "s");
+        verdict__evidence(v, "lost_sockreads", (double)t->sum_lost_sockreads);
     }
     if (t->sum_threads_unlisted > 0) {
         v = summary__verdict(s, V_DROPPED, "blind",

@@ -120,7 +120,8 @@ static struct {
     _Atomic uint64_t v[K_N];
     uint64_t last[K_N];
 } socks[MAX_BUCKETS];
-static _Atomic uint64_t lost_sock;
+static _Atomic uint64_t lost_sock; /* socket reads of more copies than MAX_BUCKETS */
+static uint64_t last_lost_sock;
 
 static _Atomic int writing;
 _Atomic uint64_t tlsm_summary_due;
@@ -381,6 +382,11 @@ static void flush_process(bool out, bool final)
         tlsm_json_int(&j, "lost_recs", (int64_t)(lost - last_lost));
     if (!out)
         last_lost = lost;
+    uint64_t lost_s = atomic_load(&lost_sock);
+    if (!out && lost_s - last_lost_sock)
+        tlsm_json_int(&j, "lost_sockreads", (int64_t)(lost_s - last_lost_sock));
+    if (!out)
+        last_lost_sock = lost_s;
     if (unlisted) /* their reads since they started are in no snapshot */
         tlsm_json_int(&j, "threads_unlisted", unlisted);
     for (int h = 0; h < H_N; h++) {
@@ -482,6 +488,7 @@ void tlsm_summary_atfork_child(void)
                 last_hists[o][h][k] = hist_now(o, h, k);
     }
     last_lost = atomic_load(&lost_recs);
+    last_lost_sock = atomic_load(&lost_sock);
     for (int i = 0; i < MAX_BUCKETS; i++)
         for (int k = 0; k < K_N; k++)
             socks[i].last[k] = atomic_load(&socks[i].v[k]);
