@@ -208,6 +208,11 @@ static int bind_api(struct tlsm_backend *b, void *h)
     /* Optional: the TLS 1.2 AES-GCM sealing nonce step (reroute.c) needs it. */
     b->EVP_CIPHER_CTX_get_updated_iv =
         (__typeof__(b->EVP_CIPHER_CTX_get_updated_iv))dlsym(h, "EVP_CIPHER_CTX_get_updated_iv");
+    /* Optional: a TLS 1.3 record's nonce and tag in one call (reroute.c give_nonce). */
+    b->EVP_CIPHER_CTX_set_params =
+        b->abi == TLSM_ABI_OSSL3
+            ? (__typeof__(b->EVP_CIPHER_CTX_set_params))dlsym(h, "EVP_CIPHER_CTX_set_params")
+            : NULL;
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "trace/log.h"
 #include "trace/thread.h"
 
+#include <openssl/core_names.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ static void clear_stale_errors(struct tlsm_rec_state *st)
 static void shadow_lost(struct tlsm_rec_state *st)
 {
     st->shadow_ok = false;
+    st->nonce_held = false;
     clear_backend_errors(st);
     if (!st->routed || st->data_sent || st->nonce_pinned)
         return;
@@ -90,6 +92,19 @@ void tlsm_reroute_detach(struct tlsm_rec_state *st)
     st->shadow = NULL;
     st->shadow_ok = false;
     st->routed = false;
+    st->nonce_held = false;
+}
+
+/* Once per key: may a TLS 1.3 record's nonce go to this shadow by parameter (nonce_by_ctrl),
+ * and be held back to go with the record's tag (nonce_later)? An OpenSSL 3 AES-GCM shadow
+ * only: 1.1.1 and the other ciphers (ChaCha20-Poly1305, CCM) refuse or differ. */
+static void nonce_way(struct tlsm_rec_state *st)
+{
+    const char *c = st->rsm.cipher;
+    st->nonce_ctrl = st->backend->abi == TLSM_ABI_OSSL3 && c && !memcmp(c, "AES-", 4) &&
+                     strlen(c) == 11 && !memcmp(c + 7, "-GCM", 4);
+    st->nonce_later = st->nonce_ctrl && st->backend->EVP_CIPHER_CTX_set_params;
+    st->nonce_held = false;
 }
 
 void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
@@ -114,24 +129,30 @@ void tlsm_reroute_attach(struct tlsm_rec_state *st, const unsigned char *key,
     if (!st->shadow_ok) {
         clear_backend_errors(st);
         atomic_fetch_add_explicit(&n_shadow_fail, 1, memory_order_relaxed);
+    } else {
+        nonce_way(st);
     }
     tlsm_th.guard--;
+}
+
+/* An Init with only a nonce (TLS 1.3 starts a record) in the shadow's direction, on a
+ * shadow that takes nonces by parameter (nonce_way). */
+static bool nonce_only(const struct tlsm_rec_state *st, const unsigned char *key,
+                       const unsigned char *iv, int enc)
+{
+    return !key && iv && st->nonce_ctrl &&
+           (enc == -1 || (enc != 0) == (st->rsm.dir == TLSM_DIR_OUT));
 }
 
 /* A TLS 1.3 record's nonce on an OpenSSL 3 AES-GCM shadow: set as the whole IV with ctrl
  * SET_IV_FIXED, length -1 (what sync_nonce does to the native context), which the GCM
  * provider takes as "copy the IV, use it at the next data call" exactly as an Init with
  * only an IV does. OpenSSL 3.0's Init asks the provider for the IV length on every call
- * (its parameter look-ups are ~500 of the Init's ~800 instructions, once per record).
- * 1.1.1 and the other ciphers (ChaCha20-Poly1305, CCM) refuse or differ: they take Init. */
+ * (its parameter look-ups are ~500 of the Init's ~800 instructions, once per record). */
 static bool nonce_by_ctrl(struct tlsm_rec_state *st, const unsigned char *key,
                           const unsigned char *iv, int enc)
 {
-    const char *c = st->rsm.cipher;
-    if (key || !iv || st->backend->abi != TLSM_ABI_OSSL3 || !c || memcmp(c, "AES-", 4) ||
-        strlen(c) != 11 || memcmp(c + 7, "-GCM", 4))
-        return false;
-    if (enc != -1 && (enc != 0) != (st->rsm.dir == TLSM_DIR_OUT))
+    if (!nonce_only(st, key, iv, enc))
         return false;
     if (st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, EVP_CTRL_AEAD_SET_IV_FIXED, -1, (void *)iv) >
         0)
@@ -140,15 +161,58 @@ static bool nonce_by_ctrl(struct tlsm_rec_state *st, const unsigned char *key,
     return false;
 }
 
+/* The held nonce (nonce_held), with the record's tag when tagl > 0, to the shadow in one
+ * parameter call: what ctrl SET_IV_FIXED -1 and ctrl SET_TAG pass through EVP, less one pass
+ * over the GCM provider's five parameter look-ups and EVP's ctrl translation (~480
+ * instructions a ctrl, OpenSSL 3.0; the provider takes the two independently). Should the
+ * copy refuse it, the nonce goes by Init and the tag by ctrl, as without holding. False: the
+ * shadow does not match any more. */
+static bool give_nonce(struct tlsm_rec_state *st, const void *tag, int tagl)
+{
+    struct tlsm_backend *b = st->backend;
+    OSSL_PARAM p[3], *q = p;
+    st->nonce_held = false;
+    if (tagl > 0)
+        *q++ = (OSSL_PARAM){OSSL_CIPHER_PARAM_AEAD_TAG, OSSL_PARAM_OCTET_STRING, (void *)tag,
+                            (size_t)tagl, OSSL_PARAM_UNMODIFIED};
+    *q++ = (OSSL_PARAM){OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, OSSL_PARAM_OCTET_STRING,
+                        st->held_iv, (size_t)-1, OSSL_PARAM_UNMODIFIED};
+    *q = (OSSL_PARAM){NULL, 0, NULL, 0, 0};
+    if (b->EVP_CIPHER_CTX_set_params(st->shadow, p) > 0)
+        return true;
+    mark_backend_errors(st);
+    return b->EVP_CipherInit_ex(st->shadow, NULL, NULL, NULL, st->held_iv, -1) > 0 &&
+           (tagl <= 0 ||
+            b->EVP_CIPHER_CTX_ctrl(st->shadow, EVP_CTRL_AEAD_SET_TAG, tagl, (void *)tag) > 0);
+}
+
+/* A data call of a routed record while its nonce is still held (no tag came, or a sealing
+ * record): the nonce goes now. False: the shadow was lost, this record runs natively. */
+static bool nonce_now(struct tlsm_rec_state *st)
+{
+    bool ok = give_nonce(st, NULL, 0);
+    if (!ok)
+        shadow_lost(st);
+    return ok;
+}
+
 void tlsm_reroute_mirror_init(struct tlsm_rec_state *st, const unsigned char *key,
                               const unsigned char *iv, int enc, bool has_params)
 {
     if (!st->shadow_ok)
         return;
+    /* The nonce of a record waits for its tag (the next call, tlsm_reroute_mirror_ctrl); a
+     * later nonce replaces a held one, as it would overwrite it in the shadow. */
+    if (!has_params && st->nonce_later && nonce_only(st, key, iv, enc)) {
+        memcpy(st->held_iv, iv, sizeof(st->held_iv));
+        st->nonce_held = true;
+        return;
+    }
     tlsm_th.guard++;
     /* Params (EVP_*Init_ex2) are not mirrored: the shadow would miss what they set. */
-    if (has_params || (!nonce_by_ctrl(st, key, iv, enc) &&
-                       st->backend->EVP_CipherInit_ex(st->shadow, NULL, NULL, key, iv, enc) <= 0))
+    if ((st->nonce_held && !give_nonce(st, NULL, 0)) || has_params ||
+        (!nonce_by_ctrl(st, key, iv, enc) &&
+         st->backend->EVP_CipherInit_ex(st->shadow, NULL, NULL, key, iv, enc) <= 0))
         shadow_lost(st);
     tlsm_th.guard--;
 }
@@ -185,9 +249,22 @@ void tlsm_reroute_mirror_ctrl(struct tlsm_rec_state *st, int type, int arg, void
     if (!st->shadow_ok || type == EVP_CTRL_GET_IVLEN)
         return;
     tlsm_th.guard++;
+    if (st->nonce_held) { /* it goes first; with this ctrl when that is the record's tag */
+        bool tag = type == EVP_CTRL_AEAD_SET_TAG && ret == 1 && st->rsm.dir == TLSM_DIR_IN &&
+                   ptr && arg > 0 && arg <= (int)sizeof(st->tag);
+        bool ok = give_nonce(st, tag ? ptr : NULL, tag ? arg : 0);
+        if (!ok)
+            shadow_lost(st);
+        if (!ok || tag) {
+            tlsm_th.guard--;
+            return;
+        }
+    }
     int r = st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, type, arg, ptr);
     if (r <= 0)
         mark_backend_errors(st); /* both refused it: the shadow's refusal stays queued */
+    if (type == EVP_CTRL_AEAD_SET_IVLEN && r > 0) /* held nonces are 12 bytes */
+        st->nonce_later = st->nonce_ctrl && st->backend->EVP_CIPHER_CTX_set_params && arg == 12;
     if (r != ret)
         shadow_lost(st);
     else if (type == EVP_CTRL_AEAD_SET_IV_FIXED && st->rsm.dir == TLSM_DIR_OUT)
@@ -334,6 +411,12 @@ int tlsm_reroute_update(struct tlsm_rec_state *st, tlsm_update_fn native, EVP_CI
 {
     int ret;
     tlsm_th.guard++;
+    if (st->nonce_held && !nonce_now(st)) {
+        /* Native, under the guard as a verified record's native call (its GCM calls untimed). */
+        ret = native(ctx, out, outl, in, inl);
+        tlsm_th.guard--;
+        return ret;
+    }
     st->data_sent = true;
     if (st->verify && out && in && inl > 0) {
         ret = verified_payload(st, native, ctx, out, outl, in, inl);
@@ -389,6 +472,11 @@ int tlsm_reroute_final(struct tlsm_rec_state *st, tlsm_final_fn native, EVP_CIPH
                        unsigned char *out, int *outl)
 {
     tlsm_th.guard++;
+    if (st->nonce_held && !nonce_now(st)) { /* as in tlsm_reroute_update */
+        int ret = native(ctx, out, outl);
+        tlsm_th.guard--;
+        return ret;
+    }
     st->data_sent = true;
     int ret = st->backend->EVP_CipherFinal_ex(st->shadow, out, outl);
     if (ret <= 0)
@@ -436,9 +524,12 @@ bool tlsm_reroute_tag(struct tlsm_rec_state *st, int type, int arg, void *ptr, i
 int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CIPHER_CTX *ctx,
                         unsigned char *out, const unsigned char *in, unsigned int inl)
 {
-    (void)native;
-    (void)ctx;
     tlsm_th.guard++;
+    if (st->nonce_held && !nonce_now(st)) { /* as in tlsm_reroute_update */
+        int ret = native(ctx, out, in, inl);
+        tlsm_th.guard--;
+        return ret;
+    }
     st->data_sent = true;
     int ret = st->backend->EVP_Cipher(st->shadow, out, in, inl);
     if (ret < 0)
