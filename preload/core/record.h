@@ -46,6 +46,10 @@ struct tlsm_rec_state {
      * parameter (set once per key), nonce_later the IV is 12 bytes long (kept over). */
     bool nonce_ctrl, nonce_later, nonce_held;
     unsigned char held_iv[12];
+    /* Decryption: the routed record's tag went to the shadow only (tag[], tagl bytes); the
+     * native context is owed it should the record fall back (reroute.c tag_to_shadow). */
+    bool tag_owed;
+    uint8_t tagl;
 };
 
 /* Who follows the tracked contexts besides the trace: the reroute (reroute/reroute.c)

@@ -129,8 +129,8 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     if (type == EVP_CTRL_AEAD_TLS1_AAD)
         tlsm_rec_on_ctrl(st, type, arg, ptr, tlsm_now());
-    int tag_ret; /* a rerouted seal's tag (TLS 1.3 GET_TAG after Final): the backend's */
-    if (type == EVP_CTRL_AEAD_GET_TAG && st->routed &&
+    int tag_ret; /* a rerouted record's tag (TLS 1.3): the backend's, or given to it only */
+    if ((type == EVP_CTRL_AEAD_GET_TAG || type == EVP_CTRL_AEAD_SET_TAG) && st->routed &&
         tlsm_reroute_tag(st, type, arg, ptr, &tag_ret))
         return tag_ret;
     tlsm_th.evp_depth++;
