@@ -524,7 +524,10 @@ static bool tag_to_shadow(struct tlsm_rec_state *st, int arg, void *ptr, int *re
                              : st->backend->EVP_CIPHER_CTX_ctrl(st->shadow, EVP_CTRL_AEAD_SET_TAG,
                                                                 arg, ptr) > 0;
     if (ok) {
-        memcpy(st->tag, ptr, (size_t)arg);
+        if (arg == 16) /* TLS's tag: copied inline */
+            memcpy(st->tag, ptr, 16);
+        else
+            memcpy(st->tag, ptr, (size_t)arg);
         st->tagl = (uint8_t)arg;
         st->tag_owed = true;
         *ret = 1;
@@ -581,6 +584,8 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
 
 void tlsm_reroute_end(struct tlsm_rec_state *st)
 {
+    if (!st->vbuf) /* twice a record (its begin and end); a buffer only when verified */
+        return;
     free(st->vbuf);
     st->vbuf = NULL;
     st->vbuf_len = 0;
