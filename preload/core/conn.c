@@ -55,14 +55,11 @@ static __thread struct {
     struct tlsm_conn_state *cs;
 } last __attribute__((tls_model("initial-exec")));
 
-static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(const SSL *ssl,
-                                                                             struct tlsm_obj *lib)
+/* conn_of's table way (not inlined: the hot path of a read keeps no registers for it). */
+static __attribute__((noinline)) struct tlsm_conn_state *conn_find(const SSL *ssl,
+                                                                   struct tlsm_obj *lib)
 {
-    struct tlsm_conn_state *cs = last.cs;
-    if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
-        __atomic_load_n(&cs->key, __ATOMIC_RELAXED) == ssl)
-        return cs;
-    cs = tlsm_table_put(&conns, ssl);
+    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
     if (!cs)
         return NULL;
     if (!cs->id) {
@@ -72,6 +69,28 @@ static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(con
     }
     last.ssl = ssl, last.cs = cs;
     return cs;
+}
+
+static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(const SSL *ssl,
+                                                                             struct tlsm_obj *lib)
+{
+    struct tlsm_conn_state *cs = last.cs;
+    if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
+        __atomic_load_n(&cs->key, __ATOMIC_RELAXED) == ssl)
+        return cs;
+    return conn_find(ssl, lib);
+}
+
+/* A call on a connection whose handshake is not seen complete: its parts go to the
+ * connection's hs from here (not inlined: once or twice a connection). */
+static __attribute__((noinline)) void hs_begin(struct tlsm_conn_scope *sc,
+                                               struct tlsm_conn_state *cs)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
+    sc->hs_cpu0 = tlsm_hs_cpu_now(th);
+    th->hs_cur = &cs->hs;
+    th->hs_part = TLSM_HS_NONE;
 }
 
 static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_scope *sc,
@@ -86,12 +105,8 @@ static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_sc
     th->conn_state = cs;
     sc->prev_hs = th->hs_cur;
     sc->hs_on = cs && !cs->opened;
-    if (sc->hs_on) {
-        sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
-        sc->hs_cpu0 = tlsm_hs_cpu_now(th);
-        th->hs_cur = &cs->hs;
-        th->hs_part = TLSM_HS_NONE;
-    }
+    if (sc->hs_on)
+        hs_begin(sc, cs);
 }
 
 /* The handshake-driving call returned: its on-CPU time is the handshake's (once). */
@@ -218,11 +233,16 @@ static inline __attribute__((always_inline)) void io_begin(enum tlsm_dir dir)
     io->crypto_ns = 0;
 }
 
-void tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib,
-                   enum tlsm_dir dir)
+void tlsm_io_enter_in(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
     conn_enter(sc, ssl, lib);
-    io_begin(dir);
+    io_begin(TLSM_DIR_IN);
+}
+
+void tlsm_io_enter_out(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    conn_enter(sc, ssl, lib);
+    io_begin(TLSM_DIR_OUT);
 }
 
 void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
@@ -394,18 +414,25 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
             err = cs->lib->abi.ssl_error(ssl, ret);
             tlsm_th.guard--;
         }
-        tlsm_summary_read(dir == TLSM_DIR_OUT, !memcmp(fn, "SSL_peek", 8), want, got, err,
-                          tlsm_ticks_to_ns(t1 - t0), io->recs);
+        tlsm_summary_read(th, dir == TLSM_DIR_OUT, !memcmp(fn, "SSL_peek", 8), want, got, err,
+                          t1 - t0, io->recs, t1);
     }
     bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
     if (tlsm_event_lines_on() && want_ev && tlsm_trace_ready())
         write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
 }
 
-void tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                   int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+void tlsm_io_leave_in(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                      int ret, int64_t got, uint64_t t0, uint64_t t1)
 {
-    io_end(sc, ssl, dir, fn, want, ret, got, t0, t1);
+    io_end(sc, ssl, TLSM_DIR_IN, fn, want, ret, got, t0, t1);
+    conn_leave(sc);
+}
+
+void tlsm_io_leave_out(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                       int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    io_end(sc, ssl, TLSM_DIR_OUT, fn, want, ret, got, t0, t1);
     conn_leave(sc);
 }
 
