@@ -120,11 +120,12 @@ static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
            tlsm_th.exiting || tlsm_th.evp_depth;
 }
 
-/* The full way of EVP_CIPHER_CTX_ctrl (ra: the program's return address). */
+/* The full way of EVP_CIPHER_CTX_ctrl (ra: the program's return address; fast: the fast
+ * path's forwarding answer, NULL when it had none). */
 static __attribute__((noinline)) int full_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr,
-                                               const void *ra)
+                                               const void *ra, const struct tlsm_fwd *fast)
 {
-    struct tlsm_fwd f = tlsm_forward(TLSM_FN_EVP_CIPHER_CTX_ctrl, ra);
+    struct tlsm_fwd f = fast ? *fast : tlsm_forward(TLSM_FN_EVP_CIPHER_CTX_ctrl, ra);
     tlsm_th.calls[TLSM_FN_EVP_CIPHER_CTX_ctrl]++;
     if (!f.fn)
         return errno = ENOSYS, 0;
@@ -162,7 +163,7 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         tlsm_th.calls[TLSM_FN_EVP_CIPHER_CTX_ctrl]++;
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, *f)(ctx, type, arg, ptr);
     }
-    return full_ctrl(ctx, type, arg, ptr, __builtin_return_address(0));
+    return full_ctrl(ctx, type, arg, ptr, __builtin_return_address(0), f);
 }
 
 #define TLSM_UNPAREN(...) __VA_ARGS__
