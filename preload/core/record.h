@@ -41,6 +41,15 @@ struct tlsm_rec_state {
     bool have_tag;
     bool nonce_pinned; /* the native nonce counter could not follow: stay on the shadow */
     unsigned char tag[16];
+    /* A TLS 1.3 nonce held back from an OpenSSL 3 AES-GCM shadow (reroute.c nonce_later), to
+     * go with the record's tag in one parameter call: nonce_ctrl the shadow takes nonces by
+     * parameter (set once per key), nonce_later the IV is 12 bytes long (kept over). */
+    bool nonce_ctrl, nonce_later, nonce_held;
+    unsigned char held_iv[12];
+    /* Decryption: the routed record's tag went to the shadow only (tag[], tagl bytes); the
+     * native context is owed it should the record fall back (reroute.c tag_to_shadow). */
+    bool tag_owed;
+    uint8_t tagl;
 };
 
 /* Who follows the tracked contexts besides the trace: the reroute (reroute/reroute.c)

@@ -120,11 +120,12 @@ static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
            tlsm_th.exiting || tlsm_th.evp_depth;
 }
 
-/* The full way of EVP_CIPHER_CTX_ctrl (ra: the program's return address). */
+/* The full way of EVP_CIPHER_CTX_ctrl (ra: the program's return address; fast: the fast
+ * path's forwarding answer, NULL when it had none). */
 static __attribute__((noinline)) int full_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr,
-                                               const void *ra)
+                                               const void *ra, const struct tlsm_fwd *fast)
 {
-    struct tlsm_fwd f = tlsm_forward(TLSM_FN_EVP_CIPHER_CTX_ctrl, ra);
+    struct tlsm_fwd f = fast ? *fast : tlsm_forward(TLSM_FN_EVP_CIPHER_CTX_ctrl, ra);
     tlsm_th.calls[TLSM_FN_EVP_CIPHER_CTX_ctrl]++;
     if (!f.fn)
         return errno = ENOSYS, 0;
@@ -133,8 +134,8 @@ static __attribute__((noinline)) int full_ctrl(EVP_CIPHER_CTX *ctx, int type, in
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     if (type == EVP_CTRL_AEAD_TLS1_AAD)
         tlsm_rec_on_ctrl(st, type, arg, ptr, tlsm_now());
-    int tag_ret; /* a rerouted seal's tag (TLS 1.3 GET_TAG after Final): the backend's */
-    if (type == EVP_CTRL_AEAD_GET_TAG && st->routed &&
+    int tag_ret; /* a rerouted record's tag (TLS 1.3): the backend's, or given to it only */
+    if ((type == EVP_CTRL_AEAD_GET_TAG || type == EVP_CTRL_AEAD_SET_TAG) && st->routed &&
         tlsm_reroute_tag(st, type, arg, ptr, &tag_ret))
         return tag_ret;
     tlsm_th.evp_depth++;
@@ -162,7 +163,7 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         tlsm_th.calls[TLSM_FN_EVP_CIPHER_CTX_ctrl]++;
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, *f)(ctx, type, arg, ptr);
     }
-    return full_ctrl(ctx, type, arg, ptr, __builtin_return_address(0));
+    return full_ctrl(ctx, type, arg, ptr, __builtin_return_address(0), f);
 }
 
 #define TLSM_UNPAREN(...) __VA_ARGS__

@@ -152,12 +152,18 @@ static void *open_copy(int fd, enum tlsm_crypto_mode mode, const char *src_name,
 
 /* The copy must not read the program's OPENSSL_CONF: providers and engines named there are
  * linked against the program's libcrypto, not this instance. Initialising without the
- * config first makes the later implicit initialisation skip it. */
+ * config first makes the later implicit initialisation skip it. Nor does it load its error
+ * strings (~0.9 M instructions at its first error queue; tlsmeter passes its errors on as
+ * codes, which the program's copy names) or run its OPENSSL_cleanup at exit (~1 M: the
+ * process is ending, and a thread of the program still using a shadow then would find it
+ * freed). */
 static void skip_config(void *h)
 {
     __typeof__(&OPENSSL_init_crypto) init = (__typeof__(init))dlsym(h, "OPENSSL_init_crypto");
     if (init)
-        init(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+        init(OPENSSL_INIT_NO_LOAD_CONFIG | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS |
+                 OPENSSL_INIT_NO_ATEXIT,
+             NULL);
 }
 
 /* A copy that failed a check: unload it and close its memfd. If it stays loaded anyway
@@ -208,6 +214,11 @@ static int bind_api(struct tlsm_backend *b, void *h)
     /* Optional: the TLS 1.2 AES-GCM sealing nonce step (reroute.c) needs it. */
     b->EVP_CIPHER_CTX_get_updated_iv =
         (__typeof__(b->EVP_CIPHER_CTX_get_updated_iv))dlsym(h, "EVP_CIPHER_CTX_get_updated_iv");
+    /* Optional: a TLS 1.3 record's nonce and tag in one call (reroute.c give_nonce). */
+    b->EVP_CIPHER_CTX_set_params =
+        b->abi == TLSM_ABI_OSSL3
+            ? (__typeof__(b->EVP_CIPHER_CTX_set_params))dlsym(h, "EVP_CIPHER_CTX_set_params")
+            : NULL;
     return 0;
 }
 

@@ -31,6 +31,7 @@ struct tlsm_backend {
     __typeof__(&EVP_CipherInit_ex) EVP_CipherInit_ex;
     __typeof__(&EVP_CIPHER_CTX_ctrl) EVP_CIPHER_CTX_ctrl;
     __typeof__(&EVP_CIPHER_CTX_get_updated_iv) EVP_CIPHER_CTX_get_updated_iv; /* may be NULL */
+    __typeof__(&EVP_CIPHER_CTX_set_params) EVP_CIPHER_CTX_set_params;         /* 3.x; may be NULL */
     __typeof__(&EVP_CipherUpdate) EVP_CipherUpdate;
     __typeof__(&EVP_CipherFinal_ex) EVP_CipherFinal_ex;
     __typeof__(&EVP_Cipher) EVP_Cipher;

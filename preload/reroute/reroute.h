@@ -29,7 +29,9 @@ int tlsm_reroute_cipher(struct tlsm_rec_state *st, tlsm_cipher_fn native, EVP_CI
                         unsigned char *out, const unsigned char *in, unsigned int inl);
 /* EVP_CIPHER_CTX_ctrl before forwarding: libssl reading a rerouted TLS 1.3 record's tag
  * (GET_TAG after Final) gets the backend's (or, after a verify mismatch, the native one);
- * true: answered in *ret, the native ctrl is not called (its context sealed nothing). */
+ * setting an unverified rerouted record's tag (SET_TAG, decryption) sets the shadow's only.
+ * true: answered in *ret, the native ctrl is not called (its context sealed or opens
+ * nothing of the record). */
 bool tlsm_reroute_tag(struct tlsm_rec_state *st, int type, int arg, void *ptr, int *ret);
 /* The record ended (emitted): release verification buffers. */
 void tlsm_reroute_end(struct tlsm_rec_state *st);
