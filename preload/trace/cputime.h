@@ -112,6 +112,11 @@ static inline void tlsm_cpu_begin(struct tlsm_thread *th, struct tlsm_rsm_mark *
 {
     if (__builtin_expect(th->cpu_kind == TLSM_CPU_UNSET, 0))
         tlsm_cpu_thread_setup(th);
+    if (th->cpu_kind == TLSM_CPU_PERF_SWITCH) { /* the fast path of tlsm_cpu_end's */
+        *m = (struct tlsm_rsm_mark){0, th->cpu_page->lock, false};
+        __asm__ volatile("" ::: "memory");
+        return;
+    }
     /* Every field written (tlsm_cpu_end, inlined, reads them by method). */
     uint64_t cpu = 0;
     uint32_t seq = 0;
@@ -145,6 +150,11 @@ tlsm_cpu_end(struct tlsm_thread *th, uint64_t wall_t0, const struct tlsm_rsm_mar
              struct tlsm_cpu_span *sp)
 {
     __asm__ volatile("" ::: "memory");
+    if (th->cpu_kind == TLSM_CPU_PERF_SWITCH) { /* VMs: wall time and the page's lock only */
+        sp->cpu_ns = sp->wall_ns = tlsm_ticks_to_ns(tlsm_now() - wall_t0);
+        sp->preempt = (th->cpu_page->lock - m->seq + 1) / 2;
+        return;
+    }
     uint64_t cpu = 0;
     uint32_t seq = 0;
     bool clock = th->cpu_kind == TLSM_CPU_PERF_CLOCK && m->cpu_ok &&
