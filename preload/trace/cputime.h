@@ -145,9 +145,10 @@ static inline void tlsm_cpu_begin(struct tlsm_thread *th, struct tlsm_rsm_mark *
  * per thread, so a record ending inside another's span clears it for both (the outer one is
  * then flagged switched out: conservative). Always inlined (records, handshake parts): out of
  * line its register saves and call cost ~30 instructions per span, ~1.4k per connection. */
-static inline __attribute__((always_inline)) void
-tlsm_cpu_end(struct tlsm_thread *th, uint64_t wall_t0, const struct tlsm_rsm_mark *m,
-             struct tlsm_cpu_span *sp)
+static inline __attribute__((always_inline)) void tlsm_cpu_end(struct tlsm_thread *th,
+                                                               uint64_t wall_t0,
+                                                               const struct tlsm_rsm_mark *m,
+                                                               struct tlsm_cpu_span *sp)
 {
     __asm__ volatile("" ::: "memory");
     if (th->cpu_kind == TLSM_CPU_PERF_SWITCH) { /* VMs: wall time and the page's lock only */
