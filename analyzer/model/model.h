@@ -124,6 +124,10 @@ struct trace {
     bool has_end, partial_last, emulated, cpu_known, hooks_known;
     bool summary;      /* summary events (TLSMETER_EVENTS=summary): totals, no rec/read events */
     bool summary_copy; /* TLSMETER_EVENTS=both: summary events repeat the rec/read events */
+    /* Summary mode's own losses: records of more buckets than the writer keeps (lost_recs),
+     * threads whose reads no snapshot holds (threads_unlisted, the final one's). */
+    uint64_t sum_lost_recs;
+    int64_t sum_threads_unlisted;
     bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t reroute_routed, reroute_fallback;

@@ -93,6 +93,11 @@ static int records(struct model *m, struct trace *t, json_t *o, char *err, size_
     uint64_t fl = u(o, "fl_recs");
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
+    if (!m->out) { /* the decrypting side's part says them */
+        t->sum_lost_recs += u(o, "lost_recs");
+        if (json_is_integer(json_object_get(o, "threads_unlisted")))
+            t->sum_threads_unlisted = json_integer_value(json_object_get(o, "threads_unlisted"));
+    }
     stats__add(&b->st, &s);
     c->recs += s.recs;
     c->crypto_ns += s.crypto_ns;
@@ -130,6 +135,11 @@ static int process(struct model *m, struct trace *t, json_t *o, char *err, size_
                       .recs_in_reads = u(o, "recs_in_reads")};
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
+    if (!m->out) { /* the decrypting side's part says them */
+        t->sum_lost_recs += u(o, "lost_recs");
+        if (json_is_integer(json_object_get(o, "threads_unlisted")))
+            t->sum_threads_unlisted = json_integer_value(json_object_get(o, "threads_unlisted"));
+    }
     if (pairs(json_object_get(o, "rec_len_log2"), HIST_LOG2_N - 1, add_log2, &m->rec_len, err,
               errlen) ||
         pairs(json_object_get(o, "read_got_log2"), HIST_LOG2_N - 1, add_log2, &m->read_got, err,

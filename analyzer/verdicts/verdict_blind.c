@@ -244,6 +244,32 @@ static void dropped(struct summary *s, const struct trace *t)
         verdict__evidence(v, "dropped_bytes", (double)t->dropped_bytes);
 }
 
+/* A summary trace's own losses (docs/trace-format.md, summary): records of more (instance,
+ * cipher, path, direction) buckets than the writer keeps, and threads past its live list
+ * still running at exit, whose reads and writes no snapshot holds. */
+static void summary_lost(struct summary *s, const struct trace *t)
+{
+    struct verdict *v;
+
+    if (t->sum_lost_recs) {
+        v = summary__verdict(s, V_DROPPED, "blind",
+                             "%s: %llu record%s counted in no summary bucket (more than 8 "
+                             "instance, cipher, path and direction keys); totals undercount",
+                             t->file, (unsigned long long)t->sum_lost_recs,
+                             t->sum_lost_recs == 1 ? "" : "s");
+        verdict__evidence(v, "lost_recs", (double)t->sum_lost_recs);
+    }
+    if (t->sum_threads_unlisted > 0) {
+        v = summary__verdict(s, V_DROPPED, "blind",
+                             "%s: %lld thread%s running at exit beyond the 1,024 the summary "
+                             "lists: %s reads and writes are in no snapshot; totals undercount",
+                             t->file, (long long)t->sum_threads_unlisted,
+                             t->sum_threads_unlisted == 1 ? "" : "s",
+                             t->sum_threads_unlisted == 1 ? "its" : "their");
+        verdict__evidence(v, "threads_unlisted", (double)t->sum_threads_unlisted);
+    }
+}
+
 static void per_trace(struct summary *s, const struct trace *t)
 {
     int i;
@@ -260,6 +286,7 @@ static void per_trace(struct summary *s, const struct trace *t)
     truncated(s, t);
     warned(s, t);
     dropped(s, t);
+    summary_lost(s, t);
     if (t->quiet)
         summary__verdict(s, V_QUIET, "blind",
                          "%s: tlsmeter went quiet (%s): events after that point are missing",

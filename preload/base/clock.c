@@ -7,8 +7,9 @@
 enum tlsm_clock_kind tlsm_clock_kind = TLSM_CLOCK_GETTIME;
 uint64_t tlsm_clock_hz = 1000000000u;
 
-/* ns = ticks * mult >> 32: one multiply on output, no division. */
-static unsigned __int128 ticks_mult = (unsigned __int128)1 << 32;
+/* ns = ticks * mult >> 32 (clock.h): one multiply on output, no division. mult is below 2^62
+ * for any rate of 1 Hz or more, and a tick count times it below 2^126. */
+uint64_t tlsm_ticks_mult = (uint64_t)1 << 32;
 
 uint64_t tlsm_mono_ns(void)
 {
@@ -17,15 +18,10 @@ uint64_t tlsm_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t tlsm_ticks_to_ns(uint64_t ticks)
-{
-    return (uint64_t)(((unsigned __int128)ticks * ticks_mult) >> 32);
-}
-
 static void set_hz(uint64_t hz)
 {
     tlsm_clock_hz = hz;
-    ticks_mult = ((unsigned __int128)1000000000u << 32) / hz;
+    tlsm_ticks_mult = (uint64_t)(((unsigned __int128)1000000000u << 32) / hz);
 }
 
 void tlsm_clock_init(void)

@@ -24,7 +24,12 @@ static inline uint64_t tlsm_now(void)
 }
 
 void tlsm_clock_init(void);
-uint64_t tlsm_ticks_to_ns(uint64_t ticks);
+extern uint64_t tlsm_ticks_mult;
+/* Ticks as ns: inline, it runs several times per record. */
+static inline uint64_t tlsm_ticks_to_ns(uint64_t ticks)
+{
+    return (uint64_t)(((unsigned __int128)ticks * tlsm_ticks_mult) >> 32);
+}
 uint64_t tlsm_mono_ns(void);
 const char *tlsm_clock_name(void);
 /* Measured cost of one tlsm_now() in ns (for the trace's overhead figures). */

@@ -55,14 +55,11 @@ static __thread struct {
     struct tlsm_conn_state *cs;
 } last __attribute__((tls_model("initial-exec")));
 
-static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(const SSL *ssl,
-                                                                             struct tlsm_obj *lib)
+/* conn_of's table way (not inlined: the hot path of a read keeps no registers for it). */
+static __attribute__((noinline)) struct tlsm_conn_state *conn_find(const SSL *ssl,
+                                                                   struct tlsm_obj *lib)
 {
-    struct tlsm_conn_state *cs = last.cs;
-    if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
-        __atomic_load_n(&cs->key, __ATOMIC_RELAXED) == ssl)
-        return cs;
-    cs = tlsm_table_put(&conns, ssl);
+    struct tlsm_conn_state *cs = tlsm_table_put(&conns, ssl);
     if (!cs)
         return NULL;
     if (!cs->id) {
@@ -72,6 +69,28 @@ static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(con
     }
     last.ssl = ssl, last.cs = cs;
     return cs;
+}
+
+static inline __attribute__((always_inline)) struct tlsm_conn_state *conn_of(const SSL *ssl,
+                                                                             struct tlsm_obj *lib)
+{
+    struct tlsm_conn_state *cs = last.cs;
+    if (__builtin_expect(ssl == last.ssl && cs != NULL, 1) &&
+        __atomic_load_n(&cs->key, __ATOMIC_RELAXED) == ssl)
+        return cs;
+    return conn_find(ssl, lib);
+}
+
+/* A call on a connection whose handshake is not seen complete: its parts go to the
+ * connection's hs from here (not inlined: once or twice a connection). */
+static __attribute__((noinline)) void hs_begin(struct tlsm_conn_scope *sc,
+                                               struct tlsm_conn_state *cs)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
+    sc->hs_cpu0 = tlsm_hs_cpu_now(th);
+    th->hs_cur = &cs->hs;
+    th->hs_part = TLSM_HS_NONE;
 }
 
 static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_scope *sc,
@@ -86,12 +105,8 @@ static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_sc
     th->conn_state = cs;
     sc->prev_hs = th->hs_cur;
     sc->hs_on = cs && !cs->opened;
-    if (sc->hs_on) {
-        sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
-        sc->hs_cpu0 = tlsm_hs_cpu_now(th);
-        th->hs_cur = &cs->hs;
-        th->hs_part = TLSM_HS_NONE;
-    }
+    if (sc->hs_on)
+        hs_begin(sc, cs);
 }
 
 /* The handshake-driving call returned: its on-CPU time is the handshake's (once). */
@@ -218,11 +233,16 @@ static inline __attribute__((always_inline)) void io_begin(enum tlsm_dir dir)
     io->crypto_ns = 0;
 }
 
-void tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib,
-                   enum tlsm_dir dir)
+void tlsm_io_enter_in(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
     conn_enter(sc, ssl, lib);
-    io_begin(dir);
+    io_begin(TLSM_DIR_IN);
+}
+
+void tlsm_io_enter_out(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    conn_enter(sc, ssl, lib);
+    io_begin(TLSM_DIR_OUT);
 }
 
 void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted)
@@ -275,39 +295,61 @@ struct io_line {
     uint32_t stack;
 };
 
-/* Format 2: the read record straight into the thread's chunk (trace/trace2_fixed.h); false
- * when it must go the line way: format 1, no room at hand, a value its field cannot hold, a
- * stack id (read records have no field for it: a tail), and writes (their fn and ns keys are
- * a tail too, as the staged path writes them). */
+/* Format 2: the read or write record straight into the thread's chunk (trace/
+ * trace2_fixed.h; a write's fn and ns keys are its tail, as the staged path writes them);
+ * false when it must go the line way: format 1, no room at hand, a value its field cannot
+ * hold, a stack id (neither kind has a field for it: a tail of the staged path). */
 static bool io_fixed(enum tlsm_dir dir, const struct io_line *l)
 {
     const struct tlsm_thread *th = &tlsm_th;
     const struct tlsm_io_tally *io = &th->io[dir];
     struct tlsm_trace_room w;
-    if (dir != TLSM_DIR_IN || l->stack || !tlsm_trace_room_take(&w))
+    if (l->stack || !tlsm_trace_room_take(&w))
         return false;
     uint8_t nstr = w.s->nstr;
     int64_t base = w.s->base_t;
+    size_t n;
+    if (dir == TLSM_DIR_IN) {
 #define H(k) TLSM_B2_HAS(read, k)
-    struct tlsm_b2_read v = {
-        .have = H(t) | H(tid) | H(conn) | H(id) | H(fn) | H(want) | H(got) |
-                (l->has_err ? H(err) : 0) | H(ns) | H(recs) | H(crypto_ns) |
-                (io->preempt ? H(preempt) : 0),
+        struct tlsm_b2_read v = {
+            .have = H(t) | H(tid) | H(conn) | H(id) | H(fn) | H(want) | H(got) |
+                    (l->has_err ? H(err) : 0) | H(ns) | H(recs) | H(crypto_ns) |
+                    (io->preempt ? H(preempt) : 0),
 #undef H
-        .t = ns_since_t0(l->t0),
-        .tid = th->tid,
-        .conn = l->cs ? l->cs->id : 0,
-        .id = (int64_t)io->id,
-        .fn = l->fn,
-        .want = l->want,
-        .got = l->got,
-        .err = l->err,
-        .ns = (int64_t)tlsm_ticks_to_ns(l->t1 - l->t0),
-        .recs = io->recs,
-        .crypto_ns = (int64_t)io->crypto_ns,
-        .preempt = io->preempt,
-    };
-    size_t n = tlsm_b2_fixed_read(w.s, w.p, w.end, &v, NULL, 0);
+            .t = ns_since_t0(l->t0),
+            .tid = th->tid,
+            .conn = l->cs ? l->cs->id : 0,
+            .id = (int64_t)io->id,
+            .fn = l->fn,
+            .want = l->want,
+            .got = l->got,
+            .err = l->err,
+            .ns = (int64_t)tlsm_ticks_to_ns(l->t1 - l->t0),
+            .recs = io->recs,
+            .crypto_ns = (int64_t)io->crypto_ns,
+            .preempt = io->preempt,
+        };
+        n = tlsm_b2_fixed_read(w.s, w.p, w.end, &v, NULL, 0);
+    } else {
+#define H(k) TLSM_B2_HAS(write, k)
+        struct tlsm_b2_write v = {
+            .have = H(t) | H(tid) | H(conn) | H(id) | H(asked) | H(written) |
+                    (l->has_err ? H(err) : 0) | H(recs) | H(crypto_ns) |
+                    (io->preempt ? H(preempt) : 0),
+#undef H
+            .t = ns_since_t0(l->t0),
+            .tid = th->tid,
+            .conn = l->cs ? l->cs->id : 0,
+            .id = (int64_t)io->id,
+            .asked = l->want,
+            .written = l->got,
+            .err = l->err,
+            .recs = io->recs,
+            .crypto_ns = (int64_t)io->crypto_ns,
+            .preempt = io->preempt,
+        };
+        n = tlsm_b2_write_io(w.s, w.p, w.end, &v, tlsm_ticks_to_ns(l->t1 - l->t0), l->fn);
+    }
     if (!n)
         tlsm_b2_undo(w.s, nstr, base);
     tlsm_trace_room_done(n);
@@ -394,18 +436,25 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
             err = cs->lib->abi.ssl_error(ssl, ret);
             tlsm_th.guard--;
         }
-        tlsm_summary_read(dir == TLSM_DIR_OUT, !memcmp(fn, "SSL_peek", 8), want, got, err,
-                          tlsm_ticks_to_ns(t1 - t0), io->recs);
+        tlsm_summary_read(th, dir == TLSM_DIR_OUT, !memcmp(fn, "SSL_peek", 8), want, got, err,
+                          t1 - t0, io->recs, t1);
     }
     bool want_ev = dir == TLSM_DIR_IN ? tlsm_cfg.reads : tlsm_cfg.writes;
     if (tlsm_event_lines_on() && want_ev && tlsm_trace_ready())
         write_io(cs, ssl, dir, fn, want, ret, got, t0, t1);
 }
 
-void tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                   int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+void tlsm_io_leave_in(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                      int ret, int64_t got, uint64_t t0, uint64_t t1)
 {
-    io_end(sc, ssl, dir, fn, want, ret, got, t0, t1);
+    io_end(sc, ssl, TLSM_DIR_IN, fn, want, ret, got, t0, t1);
+    conn_leave(sc);
+}
+
+void tlsm_io_leave_out(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                       int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    io_end(sc, ssl, TLSM_DIR_OUT, fn, want, ret, got, t0, t1);
     conn_leave(sc);
 }
 

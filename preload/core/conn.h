@@ -39,10 +39,30 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
 /* Around a read (dir in) or write (dir out) hook: tlsm_conn_enter and the call's tally begun;
  * the call's event and totals, then tlsm_conn_leave. One code for both directions, the event
  * kind and its key names come from the direction (read: want/got, write: asked/written). */
-void tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib,
-                   enum tlsm_dir dir);
-void tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
-                   int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1);
+void tlsm_io_enter_in(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+void tlsm_io_enter_out(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+static inline __attribute__((always_inline)) void
+tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib, enum tlsm_dir dir)
+{
+    if (dir == TLSM_DIR_IN)
+        tlsm_io_enter_in(sc, ssl, lib);
+    else
+        tlsm_io_enter_out(sc, ssl, lib);
+}
+void tlsm_io_leave_in(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                      int ret, int64_t got, uint64_t t0, uint64_t t1);
+void tlsm_io_leave_out(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
+                       int ret, int64_t got, uint64_t t0, uint64_t t1);
+/* One body per direction (its tallies and counters at fixed places); dir a constant. */
+static inline __attribute__((always_inline)) void
+tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, const char *fn,
+              int64_t want, int ret, int64_t got, uint64_t t0, uint64_t t1)
+{
+    if (dir == TLSM_DIR_IN)
+        tlsm_io_leave_in(sc, ssl, fn, want, ret, got, t0, t1);
+    else
+        tlsm_io_leave_out(sc, ssl, fn, want, ret, got, t0, t1);
+}
 /* A record of direction dir finished on this thread: count it for the current call of its
  * direction and the connection (crypto_ns as in its rec event; preempted: it carries a
  * `preempt` flag). */

@@ -59,12 +59,23 @@ uint64_t tlsm_rec_untracked(void)
 }
 
 __thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+/* The one before: a server answering a request reads on one context and writes on another,
+ * so the two alternate; the swap keeps the one in use first. */
+static __thread struct tlsm_rec_last rec_prev __attribute__((tls_model("initial-exec")));
 
 struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx)
 {
-    struct tlsm_rec_state *st = ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
-    if (st && __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx)
+    struct tlsm_rec_state *st = rec_prev.st;
+    if (ctx && ctx == rec_prev.ctx && st && __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx) {
+        rec_prev = tlsm_rec_last;
         tlsm_rec_last = (struct tlsm_rec_last){ctx, st};
+        return st;
+    }
+    st = ctx ? tlsm_table_get(&ctxs, ctx) : NULL;
+    if (st && __atomic_load_n(&st->key, __ATOMIC_RELAXED) == ctx) {
+        rec_prev = tlsm_rec_last;
+        tlsm_rec_last = (struct tlsm_rec_last){ctx, st};
+    }
     return st;
 }
 

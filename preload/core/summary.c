@@ -46,8 +46,9 @@ static const char *const rec_keys[R_N] = {
     K("gcm_ctr"),    K("gcm_both"), K("fl_recs"),       K("fl_pt"),       K("fl_ns"),
     K("fl_nopt_ns"), K("impl_ct"),  K("impl_other_ct"), K("impl_none_ct")};
 
-/* Per process and direction: the read event's sums; for dir out the write event's, under
- * the same keys (asked as want, written as got: the analyzer reads writes as reads). */
+/* Per process and direction: the read event's sums, as written (for dir out the write
+ * event's, under the same keys: asked as want, written as got; the analyzer reads writes as
+ * reads). Counted per thread (summary.h, TLSM_SR); reads and read_ns derived at a snapshot. */
 enum {
     D_READS,
     D_OK,
@@ -71,7 +72,7 @@ static const char *const read_keys[D_N] = {
 #define NSPB_SUB    64
 #define NSPB_ELO    (-7)
 #define NSPB_N      (25 * NSPB_SUB)
-#define LOG2_N      65 /* bucket k: [2^(k-1), 2^k); 0 holds 0 (the analyzer's hist.log2) */
+#define LOG2_N      TLSM_SUM_LOG2_N
 #define MAX_BUCKETS 8
 #define NCLASS      3 /* tiny < 256 B plaintext, small < 2048, bulk (the analyzer's classes) */
 
@@ -96,11 +97,18 @@ static struct agg_last last_cls[MAX_BUCKETS][NCLASS];
 static _Atomic uint64_t lost_recs; /* more (instance, cipher, path) keys than MAX_BUCKETS */
 
 enum { H_REC_LEN, H_READ_GOT, H_READ_WANT, H_RECS_PER_READ, H_N };
+_Static_assert(H_READ_WANT - H_READ_GOT == TLSM_SH_WANT &&
+                   H_RECS_PER_READ - H_READ_GOT == TLSM_SH_RECS && TLSM_SH_GOT == 0,
+               "the per-thread read histograms in H_ order");
 static const char *const hist_keys[H_N] = {K("rec_len_log2"), K("read_got_log2"),
                                            K("read_want_log2"), K("recs_per_read_log2")};
-/* [0]: decryption (reads, dir in records), [1]: encryption (writes, dir out records). */
-static _Atomic uint64_t reads[2][D_N], hists[2][H_N][LOG2_N];
+/* [0]: decryption (reads, dir in records), [1]: encryption (writes, dir out records). The
+ * read histograms are per thread (summary.h, TLSM_SH; H_READ_GOT.. in its order); the
+ * record lengths here. */
+static _Atomic uint64_t rec_len_hist[2][LOG2_N];
 static uint64_t last_reads[2][D_N], last_hists[2][H_N][LOG2_N], last_lost;
+/* Every thread's read sums, added up by the snapshot (under `writing`). */
+static uint64_t sum_now[TLSM_THREAD_SUM_N];
 
 /* Per copy: its socket reads past the hooks (hooks/hook_sock.c, sockread events in event
  * mode): calls, bytes, end of stream, would block, failed. */
@@ -115,7 +123,7 @@ static struct {
 static _Atomic uint64_t lost_sock;
 
 static _Atomic int writing;
-static _Atomic uint64_t next_due;
+_Atomic uint64_t tlsm_summary_due;
 static uint64_t interval_ticks;
 static unsigned seq;
 
@@ -123,11 +131,6 @@ static void add(_Atomic uint64_t *p, uint64_t v)
 {
     if (v)
         atomic_fetch_add_explicit(p, v, memory_order_relaxed);
-}
-
-static int log2_idx(uint64_t v)
-{
-    return v ? 64 - __builtin_clzll(v) : 0;
 }
 
 static int nspb_bin(uint64_t ns, uint64_t pt)
@@ -165,17 +168,18 @@ static struct bucket *bucket_of(const char *cipher, const char *path, int64_t li
 /* Set by the first record, read or socket read: a process that had none (env, a shell, a
  * program that never spoke TLS) writes no summary, and so opens no trace for it, as event
  * mode writes none. */
-static _Atomic bool touched;
+_Atomic bool tlsm_summary_touched;
 
 static inline void touch(void)
 {
-    if (!atomic_load_explicit(&touched, memory_order_relaxed))
-        atomic_store_explicit(&touched, true, memory_order_relaxed);
+    if (!atomic_load_explicit(&tlsm_summary_touched, memory_order_relaxed))
+        atomic_store_explicit(&tlsm_summary_touched, true, memory_order_relaxed);
 }
 
 static void maybe_flush(void)
 {
-    if (tlsm_cfg.interval && tlsm_now() >= atomic_load_explicit(&next_due, memory_order_relaxed))
+    if (tlsm_cfg.interval &&
+        tlsm_now() >= atomic_load_explicit(&tlsm_summary_due, memory_order_relaxed))
         tlsm_summary_flush(false);
 }
 
@@ -214,33 +218,7 @@ void tlsm_summary_rec(const struct tlsm_sum_rec *r)
         add(&a->v[R_IMPL_OTHER_CT], ct);
     else
         add(&a->v[r->impl ? R_IMPL_CT : R_IMPL_NONE_CT], ct);
-    add(&hists[r->out][H_REC_LEN][log2_idx(len)], 1);
-    maybe_flush();
-}
-
-void tlsm_summary_read(bool out, bool peek, int64_t want, int64_t got, int err, uint64_t ns,
-                       uint32_t recs)
-{
-    touch();
-    _Atomic uint64_t *d = reads[out], (*h)[LOG2_N] = hists[out];
-    add(&d[D_RECS_IN], recs);
-    if (got > 0)
-        add(&h[H_READ_GOT][log2_idx((uint64_t)got)], 1);
-    add(&h[H_READ_WANT][log2_idx(want > 0 ? (uint64_t)want : 0)], 1);
-    add(&h[H_RECS_PER_READ][log2_idx(recs)], 1);
-    if (peek) { /* its bytes are read again: counted with the read that returns them */
-        add(&d[D_PEEKS], 1);
-        maybe_flush();
-        return;
-    }
-    add(&d[D_READS], 1);
-    add(&d[got > 0 ? D_OK : D_FAIL], 1);
-    add(&d[D_GOT], got > 0 ? (uint64_t)got : 0);
-    add(&d[D_WANT_READ], got <= 0 && err == 2);
-    add(&d[D_ZERO_RET], got <= 0 && err == 6);
-    add(&d[D_WANT], want > 0 ? (uint64_t)want : 0);
-    add(&d[D_WANT_BIG], want > 16384);
-    add(&d[D_NS], ns);
+    add(&rec_len_hist[r->out][tlsm_log2_idx(len)], 1);
     maybe_flush();
 }
 
@@ -345,20 +323,48 @@ static void flush_class(struct bucket *b, int cls, bool final)
     }
 }
 
+/* Direction out's read sums as written (D_*), from every thread's (sum_now). */
+static void read_totals(bool out, uint64_t v[D_N])
+{
+    const uint64_t *c = sum_now;
+    int o = out;
+    v[D_OK] = c[TLSM_SR(o, TLSM_SR_OK)];
+    v[D_FAIL] = c[TLSM_SR(o, TLSM_SR_FAIL)];
+    v[D_READS] = v[D_OK] + v[D_FAIL];
+    v[D_WANT_READ] = c[TLSM_SR(o, TLSM_SR_WANT_READ)];
+    v[D_ZERO_RET] = c[TLSM_SR(o, TLSM_SR_ZERO_RET)];
+    v[D_GOT] = c[TLSM_SR(o, TLSM_SR_GOT)];
+    v[D_WANT] = c[TLSM_SR(o, TLSM_SR_WANT)];
+    v[D_WANT_BIG] = c[TLSM_SR(o, TLSM_SR_WANT_BIG)];
+    v[D_NS] = tlsm_ticks_to_ns(c[TLSM_SR(o, TLSM_SR_TICKS)]);
+    v[D_PEEKS] = c[TLSM_SR(o, TLSM_SR_PEEKS)];
+    v[D_RECS_IN] = c[TLSM_SR(o, TLSM_SR_RECS_IN)];
+}
+
+/* Bucket k of direction out's histogram h (H_*) now. */
+static uint64_t hist_now(bool out, int h, int k)
+{
+    if (h == H_REC_LEN)
+        return atomic_load_explicit(&rec_len_hist[out][k], memory_order_relaxed);
+    return sum_now[TLSM_SH((int)out, h - H_READ_GOT, k)];
+}
+
 /* The process-wide part of one direction: read (write) sums, the log2 histograms, and for
  * dir in the records no bucket could hold. The out event is written only when something
- * of that side changed (a download-only process writes none). */
+ * of that side changed (a download-only process writes none). sum_now is filled. */
 static void flush_process(bool out, bool final)
 {
     char line[TLSM_LINE_MAX], list[700];
     struct tlsm_json j;
-    uint64_t lost = atomic_load(&lost_recs), c;
+    uint64_t lost = atomic_load(&lost_recs), c, v[D_N];
+    unsigned unlisted = final && !out ? tlsm_thread_unlisted() : 0;
+    read_totals(out, v);
     bool any = !out;
     for (int k = 0; k < D_N && !any; k++)
-        any = atomic_load_explicit(&reads[out][k], memory_order_relaxed) != last_reads[out][k];
-    for (int k = 0; k < LOG2_N && !any; k++)
-        any = atomic_load_explicit(&hists[out][H_REC_LEN][k], memory_order_relaxed) !=
-              last_hists[out][H_REC_LEN][k];
+        any = v[k] != last_reads[out][k];
+    for (int h = 0; h < H_N && !any; h++)
+        for (int k = 0; k < LOG2_N && !any; k++)
+            any = hist_now(out, h, k) != last_hists[out][h][k];
     if (!any)
         return;
     /* Its own name: a reader that knows only "process" must not add writes to reads. */
@@ -366,21 +372,22 @@ static void flush_process(bool out, bool final)
     if (out)
         tlsm_json_safe(&j, "dir", "out");
     for (int k = 0; k < D_N; k++) {
-        c = atomic_load_explicit(&reads[out][k], memory_order_relaxed);
-        if (c - last_reads[out][k])
+        if (v[k] - last_reads[out][k])
             tlsm_json_int_k(&j, read_keys[k], strlen(read_keys[k]),
-                            (int64_t)(c - last_reads[out][k]));
-        last_reads[out][k] = c;
+                            (int64_t)(v[k] - last_reads[out][k]));
+        last_reads[out][k] = v[k];
     }
     if (!out && lost - last_lost)
         tlsm_json_int(&j, "lost_recs", (int64_t)(lost - last_lost));
     if (!out)
         last_lost = lost;
+    if (unlisted) /* their reads since they started are in no snapshot */
+        tlsm_json_int(&j, "threads_unlisted", unlisted);
     for (int h = 0; h < H_N; h++) {
         size_t w = (size_t)snprintf(list, sizeof(list), "[");
         int pairs = 0;
         for (int k = 0; k < LOG2_N; k++) {
-            c = atomic_load_explicit(&hists[out][h][k], memory_order_relaxed);
+            c = hist_now(out, h, k);
             if (c != last_hists[out][h][k] && w < sizeof(list))
                 w += (size_t)snprintf(list + w, sizeof(list) - w, "%s[%d,%llu]", pairs++ ? "," : "",
                                       k, (unsigned long long)(c - last_hists[out][h][k]));
@@ -423,7 +430,7 @@ void tlsm_summary_flush(bool always)
 {
     if (!tlsm_summary_on())
         return;
-    if (always && !atomic_load(&touched) && !tlsm_trace_is_open())
+    if (always && !atomic_load(&tlsm_summary_touched) && !tlsm_trace_is_open())
         return;            /* nothing counted, no trace: leave it unopened */
     if (!interval_ticks) { /* the interval in ticks, from the rate over 2^32 ticks */
         uint64_t probe = 1ull << 32, ns = tlsm_ticks_to_ns(probe);
@@ -436,11 +443,12 @@ void tlsm_summary_flush(bool always)
         if (!always || i > 1000000)
             return; /* another thread writes this snapshot */
     uint64_t now = tlsm_now();
-    if (!always && !atomic_load(&next_due)) /* the first record starts the clock */
-        atomic_store(&next_due, now + interval_ticks);
-    else if (always || now >= atomic_load(&next_due)) {
-        atomic_store(&next_due, now + interval_ticks);
+    if (!always && !atomic_load(&tlsm_summary_due)) /* the first record starts the clock */
+        atomic_store(&tlsm_summary_due, now + interval_ticks);
+    else if (always || now >= atomic_load(&tlsm_summary_due)) {
+        atomic_store(&tlsm_summary_due, now + interval_ticks);
         if (tlsm_trace_ready()) {
+            tlsm_thread_sum_all(sum_now);
             tlsm_th.guard++;
             for (int i = 0; i < MAX_BUCKETS; i++)
                 for (int c = 0; atomic_load(&buckets[i].state) == 2 && c < NCLASS; c++)
@@ -466,12 +474,12 @@ void tlsm_summary_atfork_child(void)
             for (int k = 0; k < NSPB_N; k++)
                 l->nspb[k] = atomic_load(&a->nspb[k]), l->fl_nspb[k] = atomic_load(&a->fl_nspb[k]);
         }
+    tlsm_thread_sum_all(sum_now); /* after tlsm_thread_atfork_child: this thread's alone */
     for (int o = 0; o < 2; o++) {
-        for (int k = 0; k < D_N; k++)
-            last_reads[o][k] = atomic_load(&reads[o][k]);
+        read_totals(o, last_reads[o]);
         for (int h = 0; h < H_N; h++)
             for (int k = 0; k < LOG2_N; k++)
-                last_hists[o][h][k] = atomic_load(&hists[o][h][k]);
+                last_hists[o][h][k] = hist_now(o, h, k);
     }
     last_lost = atomic_load(&lost_recs);
     for (int i = 0; i < MAX_BUCKETS; i++)

@@ -5,6 +5,7 @@
 #include "hooks/hook.h"
 #include "core/record.h"
 #include "reroute/reroute.h"
+#include "trace/config.h"
 
 #include <openssl/evp.h>
 
@@ -119,9 +120,12 @@ static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
            tlsm_th.exiting || tlsm_th.evp_depth;
 }
 
-TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
+/* The full way of EVP_CIPHER_CTX_ctrl (ra: the program's return address). */
+static __attribute__((noinline)) int full_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr,
+                                               const void *ra)
 {
-    TLSM_HOOK_ENTER(EVP_CIPHER_CTX_ctrl, f);
+    struct tlsm_fwd f = tlsm_forward(TLSM_FN_EVP_CIPHER_CTX_ctrl, ra);
+    tlsm_th.calls[TLSM_FN_EVP_CIPHER_CTX_ctrl]++;
     if (!f.fn)
         return errno = ENOSYS, 0;
     struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);
@@ -136,14 +140,29 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     tlsm_th.evp_depth++;
     int ret = TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     tlsm_th.evp_depth--;
-    /* The ctrl of every TLS 1.3 record (SET_TAG, or GET_TAG when sealing) with nobody to tell:
-     * nothing to do after it (tlsm_rec_after_ctrl acts on an AAD or for an observer). */
     if (type != EVP_CTRL_AEAD_TLS1_AAD && !tlsm_rec_obs.mirror_ctrl)
         return ret;
     int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_after_ctrl(st, type, arg, ptr, ret);
     *ep = saved;
     return ret;
+}
+
+/* The tag ctrl of every TLS 1.3 record (SET_TAG when opening, GET_TAG when sealing) with
+ * nobody to tell (no reroute: no routed record, no mirror) is only forwarded, a tail call with
+ * no register saved: tlsm_rec_after_ctrl acts on an AAD or for an observer, and the real ctrl
+ * copies a tag, calling no hooked function that evp_depth would have to keep untraced. */
+TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void *ptr)
+{
+    const struct tlsm_fwd *f =
+        tlsm_forward_fast(TLSM_FN_EVP_CIPHER_CTX_ctrl, __builtin_return_address(0));
+    if (__builtin_expect(f && (type == EVP_CTRL_AEAD_SET_TAG || type == EVP_CTRL_AEAD_GET_TAG) &&
+                             !tlsm_rec_obs.mirror_ctrl && tlsm_cfg.crypto == TLSM_MODE_NATIVE,
+                         1)) {
+        tlsm_th.calls[TLSM_FN_EVP_CIPHER_CTX_ctrl]++;
+        return TLSM_REAL(EVP_CIPHER_CTX_ctrl, *f)(ctx, type, arg, ptr);
+    }
+    return full_ctrl(ctx, type, arg, ptr, __builtin_return_address(0));
 }
 
 #define TLSM_UNPAREN(...) __VA_ARGS__

@@ -17,6 +17,9 @@ struct rseq;
 struct tlsm_rsm_ctx;
 struct tlsm_hs;
 
+/* Size of struct tlsm_thread's sum[] (core/summary.h checks its layout fits). */
+#define TLSM_THREAD_SUM_N 410
+
 struct tlsm_thread {
     int tid;
     bool started;  /* tid known, exit handler registered */
@@ -61,7 +64,12 @@ struct tlsm_thread {
     struct rseq *cpu_rseq;
     struct tlsm_tbuf *buf;
     int *errno_p; /* this thread's errno (tlsm_errno), NULL until first asked */
+    bool listed;  /* in the live list: its calls and sums are read by other threads */
     uint64_t calls[TLSM_FN_COUNT];
+    /* Summary mode's read and write sums and histograms (core/summary.h owns the layout):
+     * added by this thread alone with plain stores, no lock prefix on the read path; read by
+     * the snapshot through tlsm_thread_sum_all, as calls[] is by the end line. */
+    uint64_t sum[TLSM_THREAD_SUM_N];
 };
 
 extern __thread struct tlsm_thread tlsm_th __attribute__((tls_model("initial-exec")));
@@ -72,6 +80,11 @@ void tlsm_thread_start(struct tlsm_thread *th);
 uint64_t tlsm_thread_calls(int fn);
 /* Every hook's count at once: one pass over the live threads (the end line's hooks). */
 void tlsm_thread_calls_all(uint64_t out[TLSM_FN_COUNT]);
+/* Every thread's sum[] added up (exited threads' and live ones'), into out. Threads past
+ * the live list (more than 1,024 at once) count only when they exit: tlsm_thread_unlisted
+ * says how many of them run now. */
+void tlsm_thread_sum_all(uint64_t out[TLSM_THREAD_SUM_N]);
+unsigned tlsm_thread_unlisted(void);
 void tlsm_thread_init(void);
 void tlsm_thread_atfork_child(void);
 void tlsm_thread_atfork(bool take);

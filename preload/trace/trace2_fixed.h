@@ -9,6 +9,7 @@
 #ifndef TLSM_TRACE2_FIXED_H
 #define TLSM_TRACE2_FIXED_H
 
+#include "base/json.h"
 #include "trace/trace2.h"
 
 #include <stdbool.h>
@@ -177,5 +178,26 @@ enum { TLSM_B2_WRITE(TLSM_B2_BIT_WRITE) TLSM_B2_BIT_write_N };
     }
 TLSM_B2_KINDS(TLSM_B2_ENCODER)
 #undef TLSM_B2_ENCODER
+
+/* A write record as the staged path encodes the write event (trace2.c): the write kind has no
+ * field for its fn and ns keys, so they are the record's tail, in slot order (ns, then fn)
+ * and JSON form: ,"ns":N,"fn":"NAME". fn is a hook's name (nothing to escape, at most 32
+ * bytes). 0 as tlsm_b2_fixed_write. tests/unit/trace2.c checks the bytes against the staged
+ * path's. */
+static inline size_t tlsm_b2_write_io(struct tlsm_b2_stream *s, char *out, const char *dend,
+                                      const struct tlsm_b2_write *v, uint64_t ns, const char *fn)
+{
+    char tail[80];
+    size_t fl = strlen(fn), n;
+    if (fl > 32)
+        return 0;
+    memcpy(tail, ",\"ns\":", 6);
+    n = 6 + tlsm_json_digits(tail + 6, ns);
+    memcpy(tail + n, ",\"fn\":\"", 7);
+    memcpy(tail + n + 7, fn, fl);
+    n += 7 + fl;
+    tail[n++] = '"';
+    return tlsm_b2_fixed_write(s, out, dend, v, tail, n);
+}
 
 #endif

@@ -8,7 +8,8 @@
 # cipher, and the crypto share of CPU within 1 point (the same records two ways, so this
 # holds on a loaded machine too). TLSMETER_INTERVAL=1 on a slower download writes snapshots
 # during the run whose deltas add up. --chrome on a summary trace says it needs events. The
-# program's output is the same in every mode. About 30 s.
+# program's output is the same in every mode. Threads' read sums, kept per thread, add up to
+# the program's own bytes and calls, with peeks, across snapshots. About 40 s.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -107,6 +108,61 @@ assert got >= body and reads >= body, (got, reads, body)
 finals = [e for e in ev if e.get("final")]
 assert finals and all(e["seq"] == seqs[-1] for e in finals), "final flag"' \
     "$d/slow.jl" "$d/slow.out"
+
+# Threads: each keeps its read sums itself and the snapshot adds them up, live threads' and
+# exited ones' (trace/thread.c). 6 threads x 3 connections of 64-byte reads (threads end at
+# different times) at TLSMETER_INTERVAL=1, and 2 threads peeking before each read: every
+# delta >= 0, bytes equal to what mtclient says it got, calls equal to the histograms' sums.
+for n in 0 1 2 3 4 5; do truncate -s 3M "$TLS_WWW/t$n.bin"; done
+MT=$TLSM_PROGS/mtclient
+TLS_ENV=(TLSMETER_EVENTS=summary TLSMETER_INTERVAL=1)
+tls_run "$d/mt" "$d/mt.%p.jsonl" "$MT" -p "$TLS_PORT" -c "$TLS_CERT" -t 6 -n 3 -r 64 \
+    /t0.bin /t1.bin /t2.bin /t3.bin /t4.bin /t5.bin
+tls_run "$d/pk" "$d/pk.%p.jsonl" "$MT" -p "$TLS_PORT" -c "$TLS_CERT" -t 2 -n 1 -r 512 -k /t0.bin
+TLS_ENV=()
+for r in mt pk; do
+    tls_traces "$d/$r.*.jsonl"
+    check "summary-mode: threads ($r): per-thread sums add up to the program's bytes and calls" \
+        "$TLSM_PY" - "${TRACES[0]:-/nonexistent}" "$d/$r.out" "$d/$r.rc" <<'EOF'
+import json, re, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert open(sys.argv[3]).read().strip() == "0", "mtclient failed"
+parts = [e for e in ev if e["ev"] == "summary" and e["what"] == "process"]
+assert parts, "no process part"
+for e in parts:
+    for k, v in e.items():
+        if isinstance(v, int) and k not in ("t", "seq", "tid"):
+            assert 0 <= v < 1 << 40, "%s = %d in snapshot %d: a delta went negative" % (k, v, e["seq"])
+tot = lambda k: sum(e.get(k, 0) for e in parts)
+hist = lambda k: sum(c for e in parts for _, c in e.get(k, []))
+lines = re.findall(r"got=(\d+) body=\d+ sha256=\S+ ok=1", open(sys.argv[2]).read())
+got = sum(int(g) for g in lines)
+assert got > 0 and tot("got") == got, "bytes: summary %d, mtclient %d" % (tot("got"), got)
+assert tot("reads") == tot("reads_ok") + tot("reads_fail") > 0
+calls = tot("reads") + tot("peeks")
+assert hist("read_want_log2") == calls == hist("recs_per_read_log2"), (hist("read_want_log2"), calls)
+assert hist("read_got_log2") >= tot("reads_ok")
+if "pk" in sys.argv[1]:
+    assert tot("peeks") >= len(lines), "peeks %d" % tot("peeks")
+print("ok", len({e["seq"] for e in parts}), "snapshots", tot("reads"), "reads", tot("peeks"), "peeks", got, "bytes")
+EOF
+done
+
+# Summary mode's own losses are named: records past the writer's buckets (lost_recs) and
+# threads past its live list at exit (threads_unlisted), written into the final snapshot.
+"$TLSM_PY" -c 'import json, sys
+out = open(sys.argv[2], "w")
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["ev"] == "summary" and e["what"] == "process" and e.get("final"):
+        e["lost_recs"], e["threads_unlisted"] = 3, 2
+    out.write(json.dumps(e) + "\n")' "$d/summary.jl" "$d/lossy.jsonl"
+"$A" "$d/lossy.jsonl" >"$d/lossy.txt" 2>&1
+"$A" "$d/summary.jl" >"$d/whole.txt" 2>&1
+check "summary-mode: the report names records no bucket held and threads no snapshot holds" \
+    sh -c 'grep -q "3 records counted in no summary bucket" "$1" &&
+        grep -q "2 threads running at exit" "$1" && ! grep -q "summary bucket\|running at exit" "$2"' \
+    sh "$d/lossy.txt" "$d/whole.txt"
 
 "$A" --chrome "${tr[summary]}" >"$d/chrome.json" 2>"$d/chrome.err"
 check "summary-mode: --chrome on a summary trace says it needs per-event data" \

@@ -3,9 +3,12 @@
  * encoded into a chunk, once as format-1 text. Writes DIR/u.trace (format 2) and
  * DIR/u.expect.jsonl (format 1); tests/cases/unit-preload.sh checks that tlsmeter-analyze
  * --jsonl of the first gives the second, and this program checks which entry each event
- * became: a fixed record, or a JSON entry when a value does not fit its field. */
+ * became: a fixed record, or a JSON entry when a value does not fit its field. The direct
+ * write encoder (trace2_fixed.h tlsm_b2_write_io, core/conn.c's write events) gives the bytes
+ * the staged path gives for the same event. */
 #include "base/json.h"
 #include "trace/trace2.h"
+#include "trace/trace2_fixed.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +149,66 @@ static void conn_ev(struct tlsm_json *j)
     tlsm_json_raw(j, "hs", "{\"ns\":5,\"parts\":{\"cert_parse\":{\"ns\":2,\"calls\":1}}}");
 }
 
+/* A write event staged (tlsm_b2_encode of its JSON text) and through tlsm_b2_write_io, each
+ * into a fresh chunk of the same thread: the same bytes. */
+static void write_direct(const char *name, int64_t t, int64_t asked, int64_t written, int err,
+                         int preempt, uint64_t ns, const char *fn)
+{
+    static char ca[4096], cb[4096];
+    struct tlsm_b2_stream a, b;
+    size_t na = tlsm_b2_chunk_start(&a, ca, sizeof(ca), 77);
+    size_t nb = tlsm_b2_chunk_start(&b, cb, sizeof(cb), 77);
+    char line[1024];
+    struct tlsm_json j;
+    tlsm_json_stage_hot = true;
+    tlsm_json_begin(&j, line, sizeof(line), "write");
+    tlsm_json_int(&j, "t", t);
+    tlsm_json_int(&j, "tid", 77);
+    tlsm_json_int(&j, "conn", 3);
+    tlsm_json_int(&j, "id", 12);
+    tlsm_json_safe(&j, "fn", fn);
+    tlsm_json_int(&j, "asked", asked);
+    tlsm_json_int(&j, "written", written);
+    if (err >= 0)
+        tlsm_json_int(&j, "err", err);
+    tlsm_json_int(&j, "ns", (int64_t)ns);
+    tlsm_json_int(&j, "recs", 1);
+    tlsm_json_int(&j, "crypto_ns", 300);
+    if (preempt)
+        tlsm_json_int(&j, "preempt", preempt);
+    size_t n = tlsm_json_end(&j, line);
+    tlsm_json_stage_hot = false;
+    size_t ka = n ? tlsm_b2_encode(&a, line, n, ca + na, sizeof(ca) - na) : 0;
+#define H(k) TLSM_B2_HAS(write, k)
+    struct tlsm_b2_write v = {
+        .have = H(t) | H(tid) | H(conn) | H(id) | H(asked) | H(written) | (err >= 0 ? H(err) : 0) |
+                H(recs) | H(crypto_ns) | (preempt ? H(preempt) : 0),
+        .t = t,
+        .tid = 77,
+        .conn = 3,
+        .id = 12,
+        .asked = asked,
+        .written = written,
+        .err = err >= 0 ? err : 0, /* absent members are 0 */
+        .recs = 1,
+        .crypto_ns = 300,
+        .preempt = preempt,
+    };
+#undef H
+    size_t kb = tlsm_b2_write_io(&b, cb + nb, cb + sizeof(cb), &v, ns, fn);
+    int same = ka && ka == kb && na == nb && !memcmp(ca, cb, na + ka);
+    size_t at = 0; /* the first byte that differs */
+    while (!same && at + 1 < na + ka && at + 1 < nb + kb && ca[at] == cb[at])
+        at++;
+    printf("%s unit trace2 direct write = staged (%s): %zu and %zu bytes", same ? "PASS" : "FAIL",
+           name, ka, kb);
+    if (!same)
+        printf(", byte %zu: %02x staged, %02x direct", at, (unsigned char)ca[at],
+               (unsigned char)cb[at]);
+    printf("\n");
+    failed |= !same;
+}
+
 int main(int argc, char **argv)
 {
     char path[4096];
@@ -170,6 +233,9 @@ int main(int argc, char **argv)
     event("rec, a slot key of another kind (the tail)", "rec", read_id_slot_in_rec, 1);
     event("rec, after the JSON ones", "rec", rec_full, 1);
     event("conn, nested JSON", "conn", conn_ev, 10);
+    write_direct("SSL_write", 1000, 100, 100, -1, 0, 1234, "SSL_write");
+    write_direct("failed SSL_write_ex, err, preempt, a time entry", 5000000000LL, 16384, 0, 3, 2,
+                 987654321, "SSL_write_ex");
     size_t size = (used + 7) / 8 * 8;
     tlsm_b2_set_size(chunk, size);
     tlsm_b2_commit(chunk, used - TLSM_B2_CHUNK_HDR);
