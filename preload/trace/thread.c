@@ -75,11 +75,13 @@ void tlsm_thread_start(struct tlsm_thread *th)
     pthread_mutex_unlock(&live_lock);
 }
 
+/* The retired counts are read under the lock too: a thread retiring between the two reads
+ * would otherwise be in neither (and a snapshot's delta go below zero). */
 void tlsm_thread_calls_all(uint64_t out[TLSM_FN_COUNT])
 {
+    pthread_mutex_lock(&live_lock);
     for (int fn = 0; fn < TLSM_FN_COUNT; fn++)
         out[fn] = atomic_load(&retired_calls[fn]);
-    pthread_mutex_lock(&live_lock);
     for (int i = 0; i < MAX_LIVE; i++)
         for (int fn = 0; live[i] && fn < TLSM_FN_COUNT; fn++)
             out[fn] += __atomic_load_n(&live[i]->calls[fn], __ATOMIC_RELAXED);
@@ -88,8 +90,8 @@ void tlsm_thread_calls_all(uint64_t out[TLSM_FN_COUNT])
 
 uint64_t tlsm_thread_calls(int fn)
 {
-    uint64_t n = atomic_load(&retired_calls[fn]);
     pthread_mutex_lock(&live_lock);
+    uint64_t n = atomic_load(&retired_calls[fn]);
     for (int i = 0; i < MAX_LIVE; i++)
         if (live[i])
             n += __atomic_load_n(&live[i]->calls[fn], __ATOMIC_RELAXED);
@@ -99,9 +101,9 @@ uint64_t tlsm_thread_calls(int fn)
 
 void tlsm_thread_sum_all(uint64_t out[TLSM_THREAD_SUM_N])
 {
+    pthread_mutex_lock(&live_lock);
     for (int k = 0; k < TLSM_THREAD_SUM_N; k++)
         out[k] = atomic_load_explicit(&retired_sum[k], memory_order_relaxed);
-    pthread_mutex_lock(&live_lock);
     for (int i = 0; i < MAX_LIVE; i++)
         for (int k = 0; live[i] && k < TLSM_THREAD_SUM_N; k++)
             out[k] += __atomic_load_n(&live[i]->sum[k], __ATOMIC_RELAXED);

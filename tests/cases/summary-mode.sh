@@ -9,7 +9,8 @@
 # holds on a loaded machine too). TLSMETER_INTERVAL=1 on a slower download writes snapshots
 # during the run whose deltas add up. --chrome on a summary trace says it needs events. The
 # program's output is the same in every mode. Threads' read sums, kept per thread, add up to
-# the program's own bytes and calls, with peeks, across snapshots. About 40 s.
+# the program's own bytes and calls, with peeks, across snapshots; a forked child's start
+# from zero. About 40 s.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -147,6 +148,27 @@ if "pk" in sys.argv[1]:
 print("ok", len({e["seq"] for e in parts}), "snapshots", tot("reads"), "reads", tot("peeks"), "peeks", got, "bytes")
 EOF
 done
+
+# fork() without exec: the child's summary starts from zero (its sums, not the parent's), the
+# parent's holds its two downloads: each trace's bytes are what forkclient says its process got.
+truncate -s 2M "$TLS_WWW/f.bin"
+TLS_ENV=(TLSMETER_EVENTS=summary)
+tls_run "$d/fk" "$d/fk.%p.jsonl" "$TLSM_PROGS/forkclient" "$TLS_PORT" "$TLS_CERT" /f.bin
+TLS_ENV=()
+check "summary-mode: fork: parent and child summaries count their own reads" \
+    "$TLSM_PY" - "$d" "$d/fk.out" "$d/fk.rc" <<'EOF'
+import glob, json, re, sys
+assert open(sys.argv[3]).read().strip() == "0", "forkclient failed"
+got = {}
+for role, pid, n in re.findall(r"^(\w+) pid=(\d+) ppid=\d+ got=(\d+)", open(sys.argv[2]).read(), re.M):
+    got[pid] = got.get(pid, 0) + int(n)
+assert len(got) == 2, got
+for pid, want in got.items():
+    ev = [json.loads(l) for l in open(glob.glob("%s/fk.%s.jsonl" % (sys.argv[1], pid))[0])]
+    have = sum(e.get("got", 0) for e in ev if e["ev"] == "summary" and e["what"] == "process")
+    assert have == want, "pid %s: summary %d bytes, forkclient %d" % (pid, have, want)
+print("ok", got)
+EOF
 
 # Summary mode's own losses are named: records past the writer's buckets (lost_recs) and
 # threads past its live list at exit (threads_unlisted), written into the final snapshot.
