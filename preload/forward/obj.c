@@ -52,14 +52,37 @@ static struct tlsm_obj *find_obj(const struct link_map *lm)
     return NULL;
 }
 
+/* Per thread, the object the last lookup found and its range: the callers that ask (libssl
+ * keying a context, 4 times per TLS 1.3 connection) are nearly always the same object, and
+ * _dl_find_object reads the loader's tables, cold by then. Valid until a dlclose
+ * (tlsm_resolve_gen moves before objects are marked stale) and while the entry is not stale. */
+struct obj_memo {
+    uintptr_t start, end;
+    struct tlsm_obj *o;
+    unsigned gen;
+};
+static __thread struct obj_memo obj_memo __attribute__((tls_model("initial-exec")));
+
+static struct tlsm_obj *memo(struct tlsm_obj *o, unsigned gen)
+{
+    if (o)
+        obj_memo = (struct obj_memo){o->start, o->end, o, gen};
+    return o;
+}
+
 struct tlsm_obj *tlsm_obj_of(const void *addr)
 {
+    const struct obj_memo *m = &obj_memo;
+    uintptr_t a = (uintptr_t)addr;
+    unsigned gen = atomic_load_explicit(&tlsm_resolve_gen, memory_order_acquire);
+    if (m->o && a - m->start < m->end - m->start && m->gen == gen && !m->o->stale)
+        return m->o;
     struct dl_find_object f;
     if (_dl_find_object((void *)addr, &f) != 0)
         return NULL;
     struct tlsm_obj *o = find_obj(f.dlfo_link_map);
     if (o)
-        return o;
+        return memo(o, gen);
     pthread_mutex_lock(&obj_lock);
     o = find_obj(f.dlfo_link_map);
     int n = atomic_load_explicit(&nobjs, memory_order_relaxed);
@@ -74,7 +97,7 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
         atomic_store_explicit(&nobjs, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&obj_lock);
-    return o;
+    return memo(o, gen);
 }
 
 /* Still the same loaded object? Its range must map to a live link_map with its name
