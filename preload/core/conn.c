@@ -295,61 +295,69 @@ struct io_line {
     uint32_t stack;
 };
 
-/* Format 2: the read or write record straight into the thread's chunk (trace/
- * trace2_fixed.h; a write's fn and ns keys are its tail, as the staged path writes them);
- * false when it must go the line way: format 1, no room at hand, a value its field cannot
- * hold, a stack id (neither kind has a field for it: a tail of the staged path). */
+/* The read record of l at w (trace/trace2_fixed.h): its bytes, 0 when a value does not fit. */
+static inline __attribute__((always_inline)) size_t
+read_record(const struct tlsm_trace_room *w, const struct io_line *l, const struct tlsm_thread *th)
+{
+    const struct tlsm_io_tally *io = &th->io[TLSM_DIR_IN];
+#define H(k) TLSM_B2_HAS(read, k)
+    struct tlsm_b2_read v = {
+        .have = H(t) | H(tid) | H(conn) | H(id) | H(fn) | H(want) | H(got) |
+                (l->has_err ? H(err) : 0) | H(ns) | H(recs) | H(crypto_ns) |
+                (io->preempt ? H(preempt) : 0),
+#undef H
+        .t = ns_since_t0(l->t0),
+        .tid = th->tid,
+        .conn = l->cs ? l->cs->id : 0,
+        .id = (int64_t)io->id,
+        .fn = l->fn,
+        .want = l->want,
+        .got = l->got,
+        .err = l->err,
+        .ns = (int64_t)tlsm_ticks_to_ns(l->t1 - l->t0),
+        .recs = io->recs,
+        .crypto_ns = (int64_t)io->crypto_ns,
+        .preempt = io->preempt,
+    };
+    return tlsm_b2_fixed_read(w->s, w->p, w->end, &v, NULL, 0);
+}
+
+/* The write record of l at w: the write kind has no fn and ns fields, tlsm_b2_write_io writes
+ * them as the tail the staged path writes. */
+static inline __attribute__((always_inline)) size_t
+write_record(const struct tlsm_trace_room *w, const struct io_line *l, const struct tlsm_thread *th)
+{
+    const struct tlsm_io_tally *io = &th->io[TLSM_DIR_OUT];
+#define H(k) TLSM_B2_HAS(write, k)
+    struct tlsm_b2_write v = {
+        .have = H(t) | H(tid) | H(conn) | H(id) | H(asked) | H(written) |
+                (l->has_err ? H(err) : 0) | H(recs) | H(crypto_ns) | (io->preempt ? H(preempt) : 0),
+#undef H
+        .t = ns_since_t0(l->t0),
+        .tid = th->tid,
+        .conn = l->cs ? l->cs->id : 0,
+        .id = (int64_t)io->id,
+        .asked = l->want,
+        .written = l->got,
+        .err = l->err,
+        .recs = io->recs,
+        .crypto_ns = (int64_t)io->crypto_ns,
+        .preempt = io->preempt,
+    };
+    return tlsm_b2_write_io(w->s, w->p, w->end, &v, tlsm_ticks_to_ns(l->t1 - l->t0), l->fn);
+}
+
+/* Format 2: the read or write record straight into the thread's chunk; false when it must go
+ * the line way: format 1, no room at hand, a value its field cannot hold, a stack id (neither
+ * kind has a field for it: a tail of the staged path). */
 static bool io_fixed(enum tlsm_dir dir, const struct io_line *l)
 {
-    const struct tlsm_thread *th = &tlsm_th;
-    const struct tlsm_io_tally *io = &th->io[dir];
     struct tlsm_trace_room w;
     if (l->stack || !tlsm_trace_room_take(&w))
         return false;
     uint8_t nstr = w.s->nstr;
     int64_t base = w.s->base_t;
-    size_t n;
-    if (dir == TLSM_DIR_IN) {
-#define H(k) TLSM_B2_HAS(read, k)
-        struct tlsm_b2_read v = {
-            .have = H(t) | H(tid) | H(conn) | H(id) | H(fn) | H(want) | H(got) |
-                    (l->has_err ? H(err) : 0) | H(ns) | H(recs) | H(crypto_ns) |
-                    (io->preempt ? H(preempt) : 0),
-#undef H
-            .t = ns_since_t0(l->t0),
-            .tid = th->tid,
-            .conn = l->cs ? l->cs->id : 0,
-            .id = (int64_t)io->id,
-            .fn = l->fn,
-            .want = l->want,
-            .got = l->got,
-            .err = l->err,
-            .ns = (int64_t)tlsm_ticks_to_ns(l->t1 - l->t0),
-            .recs = io->recs,
-            .crypto_ns = (int64_t)io->crypto_ns,
-            .preempt = io->preempt,
-        };
-        n = tlsm_b2_fixed_read(w.s, w.p, w.end, &v, NULL, 0);
-    } else {
-#define H(k) TLSM_B2_HAS(write, k)
-        struct tlsm_b2_write v = {
-            .have = H(t) | H(tid) | H(conn) | H(id) | H(asked) | H(written) |
-                    (l->has_err ? H(err) : 0) | H(recs) | H(crypto_ns) |
-                    (io->preempt ? H(preempt) : 0),
-#undef H
-            .t = ns_since_t0(l->t0),
-            .tid = th->tid,
-            .conn = l->cs ? l->cs->id : 0,
-            .id = (int64_t)io->id,
-            .asked = l->want,
-            .written = l->got,
-            .err = l->err,
-            .recs = io->recs,
-            .crypto_ns = (int64_t)io->crypto_ns,
-            .preempt = io->preempt,
-        };
-        n = tlsm_b2_write_io(w.s, w.p, w.end, &v, tlsm_ticks_to_ns(l->t1 - l->t0), l->fn);
-    }
+    size_t n = dir == TLSM_DIR_IN ? read_record(&w, l, &tlsm_th) : write_record(&w, l, &tlsm_th);
     if (!n)
         tlsm_b2_undo(w.s, nstr, base);
     tlsm_trace_room_done(n);

@@ -22,8 +22,8 @@ static inline bool tlsm_event_lines_on(void)
     return tlsm_cfg.events != TLSM_EVENTS_SUMMARY;
 }
 
-/* One decrypted or encrypted record, with the rec event's values (cipher and path: static names).
- */
+/* One decrypted or encrypted record, with the rec event's values (cipher and path: static
+ * names). */
 struct tlsm_sum_rec {
     const char *cipher, *path;
     int64_t lib, impl;
