@@ -1,13 +1,21 @@
-/* got.c: issue 15, technique 1. An object that an RTLD_DEEPBIND dlopen brought in looks its
- * imports up in that dlopen's own dependency list before the global scope (glibc's
- * _dl_new_object puts the loader's search list first), so its SSL_* and EVP_* calls bind
- * past tlsmeter: PHP's curl.so -> libcurl.so.4 -> libssl.so.3, a vendor plugin with its own
- * OpenSSL. Right after such a dlopen returns, each new object's GOT slots for the hooked
- * names (hooks.def families S, E, G) are pointed at the hooks, and the function the slot
- * held becomes that caller's pinned forward answer (tlsm_got_answer, asked by resolve.c),
- * so every call still reaches the copy the loader chose. A slot is rewritten only when it
- * holds what the dlopen's scope defines for its name and version (or a lazy PLT stub of the
- * object itself), once per object; dlclose puts the old values back. */
+/* got.c: rewrite the GOT slots of objects an RTLD_DEEPBIND dlopen brought in. Such an object
+ * looks its imports up in that dlopen's own dependency list before the global scope (glibc's
+ * _dl_new_object puts the loader's search list first), so its SSL_* and EVP_* calls bind past
+ * tlsmeter: PHP's curl.so -> libcurl.so.4 -> libssl.so.3, a vendor plugin with its own
+ * OpenSSL. Right after such a dlopen returns, each object it loaded gets its GOT slots for
+ * the hooked names (hooks.def families S, E, G, and dlclose) pointed at the hooks; the
+ * function a slot held becomes that caller's pinned forward answer (tlsm_got_answer, asked by
+ * resolve.c), so every call still reaches the copy the loader chose.
+ *
+ * Safety rules (docs/forwarding.md, "Locking and lifetime"):
+ * - no tlsmeter lock is held across a loader call (dlopen, dlsym, dlinfo, dl_iterate_phdr):
+ *   got_lock guards this file's records only, around memory stores and mprotect;
+ * - nothing is written into an object tlsmeter does not hold: the slots are written while the
+ *   program's dlopen has not yet returned its handle, so nothing can unload the object;
+ *   a patched object is never written again (no revert at dlclose: its patches die with it);
+ * - a record is tied to one load of its object: after every dlclose and before every
+ *   patching dlopen, records whose object is no longer listed die; a record found again at
+ *   the same place counts only while its slots still hold the hooks and its targets live. */
 #include "forward/got.h"
 #include "base/elfdyn.h"
 #include "base/json.h"
@@ -24,43 +32,57 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_GOT_OBJS  32
 #define MAX_GOT_SLOTS 128
-#define MAX_SEEN      1024
-#define MAX_NEW       32
+#define CHUNK_OBJS    32
+#define MAX_CHUNKS    64 /* 2048 patched loads; then one notice */
+#define MAX_NEW       64
 
 struct got_slot {
     uintptr_t addr, orig;
     int id;
 };
 
-/* One patched object. Entries are append-only; a dead one (unloaded) is never reused. */
+enum { G_LIVE = 1, G_DEAD = 2 };
+
+/* One patched load of one object. Records are never freed or reused (a reader may hold one
+ * while it dies); the registry grows in chunks. */
 struct got_obj {
     const struct link_map *lm;
-    uintptr_t start, end;
-    const ElfW(Phdr) * phdr; /* its program headers: which pages RELRO made read-only */
-    int phnum;
-    void *root; /* handle of the dlopen that loaded it */
+    uintptr_t start, end, base;
+    const void *phdr; /* identity only: compared with dl_iterate_phdr's, never read */
+    void *root;       /* handle of the dlopen that loaded it */
     char path[512];
     void *target[TLSM_FN_COUNT];
     uint64_t ids;          /* hook ids with at least one rewritten slot */
     _Atomic uint64_t used; /* ids a call came through (its fwd event, even once unloaded) */
     struct tlsm_obj *to[TLSM_FN_COUNT];
+    struct { /* each target's object, to check that it is still the same load */
+        uintptr_t start, end;
+        const struct link_map *lm;
+    } tgt[TLSM_FN_COUNT];
     struct got_slot slot[MAX_GOT_SLOTS];
     int nslots;
-    bool applied;
-    _Atomic bool dead;
+    _Atomic int state;
 };
-static struct got_obj gobjs[MAX_GOT_OBJS];
-static _Atomic int ngobjs;
+
+static struct got_obj *_Atomic chunks[MAX_CHUNKS];
+static _Atomic int ngobjs; /* published records, in chunk order */
 static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_flag full_said = ATOMIC_FLAG_INIT;
 
 static const char *gnames[TLSM_FN_COUNT];
 static int gids[TLSM_FN_COUNT], ngnames;
 static void *hook_addr[TLSM_FN_COUNT];
 static __typeof__(&dlopen) libc_dlopen;
+
+static struct got_obj *rec(int i)
+{
+    struct got_obj *c = atomic_load_explicit(&chunks[i / CHUNK_OBJS], memory_order_acquire);
+    return c ? &c[i % CHUNK_OBJS] : NULL;
+}
 
 /* Resolved on first use: a library constructor may dlopen before ours ran. */
 void *tlsm_real_dlopen_fn(void)
@@ -80,30 +102,43 @@ void *tlsm_real_dlopen(const char *file, int mode)
 }
 
 /* Our own definitions of the hooked names, from our own scope (the global one may have the
- * executable's first: node exports SSL_read). */
+ * executable's first: node exports SSL_read). dlclose is among them: a DEEPBIND object's
+ * own dlclose binds to libc past the hook, and the hook is what tells tlsmeter that
+ * objects went away. Filled once; a second thread racing here computes the same. */
 static bool init_names(void)
 {
     Dl_info di;
-    if (ngnames)
+    if (__atomic_load_n(&ngnames, __ATOMIC_ACQUIRE))
         return true;
     if (!dladdr((void *)&init_names, &di) || !di.dli_fname)
         return false;
     void *self = tlsm_real_dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!self)
         return false;
+    static const char *names[TLSM_FN_COUNT];
+    static int ids[TLSM_FN_COUNT];
+    static void *addr[TLSM_FN_COUNT];
     int n = 0;
     for (int id = 0; id < TLSM_FN_COUNT; id++) {
         char fam = tlsm_hooks[id].family;
-        void *p = (fam == 'S' || fam == 'E' || fam == 'G') ? dlsym(self, tlsm_hooks[id].name) : 0;
+        bool want = fam == 'S' || fam == 'E' || fam == 'G' || id == TLSM_FN_dlclose;
+        void *p = want ? dlsym(self, tlsm_hooks[id].name) : 0;
         if (p && tlsm_is_self(p)) {
-            hook_addr[id] = p;
-            gnames[n] = tlsm_hooks[id].name;
-            gids[n++] = id;
+            addr[id] = p;
+            names[n] = tlsm_hooks[id].name;
+            ids[n++] = id;
         }
     }
     tlsm_real_dlclose(self);
-    ngnames = n;
-    return n > 0;
+    pthread_mutex_lock(&got_lock);
+    if (!ngnames && n) {
+        memcpy(hook_addr, addr, sizeof(addr));
+        memcpy(gnames, names, sizeof(names));
+        memcpy(gids, ids, sizeof(ids));
+        __atomic_store_n(&ngnames, n, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&got_lock);
+    return __atomic_load_n(&ngnames, __ATOMIC_ACQUIRE) > 0;
 }
 
 void *tlsm_got_self_hook(enum tlsm_fn id)
@@ -111,47 +146,97 @@ void *tlsm_got_self_hook(enum tlsm_fn id)
     return init_names() && id >= 0 && id < TLSM_FN_COUNT ? hook_addr[id] : NULL;
 }
 
-struct snap {
-    const void *phdr[MAX_SEEN];
-    int n;
+/* The loaded objects as dl_iterate_phdr lists them, copied out of its callback (which runs
+ * under the loader's lock: nothing but memory reads there). Sized by a first count, in an
+ * anonymous mapping: no malloc, which a program may have replaced. */
+struct listed {
+    uintptr_t base;
+    const void *phdr;
+    const ElfW(Phdr) * ph;
+    int phnum;
+};
+struct listing {
+    struct listed *v;
+    size_t n, cap, bytes;
+    bool truncated;
 };
 
-static int snap_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    struct snap *s = arg;
-    (void)size;
-    if (s->n < MAX_SEEN)
-        s->phdr[s->n++] = info->dlpi_phdr;
+    (void)info, (void)size;
+    ++*(size_t *)arg;
     return 0;
 }
 
-struct newobjs {
-    const struct snap *before;
-    struct dl_phdr_info list[MAX_NEW];
-    int n;
-};
-
-static int new_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    struct newobjs *s = arg;
+    struct listing *l = arg;
     (void)size;
-    for (int i = 0; i < s->before->n; i++)
-        if (s->before->phdr[i] == info->dlpi_phdr)
-            return 0;
-    if (s->n < MAX_NEW && info->dlpi_phnum && info->dlpi_name &&
-        strncmp(info->dlpi_name, "/proc/self/fd/", 14))
-        s->list[s->n++] = *info;
-    return 0;
-}
-
-static void apply(struct got_obj *g, bool hooks)
-{
-    for (int i = 0; i < g->nslots; i++) {
-        struct got_slot *s = &g->slot[i];
-        tlsm_got_write_ptr(g->phdr, g->phnum, g->lm->l_addr, s->addr,
-                           hooks ? (uintptr_t)hook_addr[s->id] : s->orig);
+    if (l->n == l->cap) {
+        l->truncated = true;
+        return 1;
     }
-    g->applied = hooks;
+    l->v[l->n++] = (struct listed){info->dlpi_addr, info->dlpi_phdr, info->dlpi_phdr,
+                                   info->dlpi_phnum};
+    return 0;
+}
+
+static bool list_objects(struct listing *l)
+{
+    size_t n = 0;
+    dl_iterate_phdr(count_cb, &n);
+    memset(l, 0, sizeof(*l));
+    l->cap = n + 64; /* room for a few loaded between the two passes */
+    l->bytes = (l->cap * sizeof(struct listed) + 4095) & ~(size_t)4095;
+    l->v = mmap(NULL, l->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (l->v == MAP_FAILED) {
+        l->v = NULL;
+        return false;
+    }
+    dl_iterate_phdr(list_cb, l);
+    return !l->truncated;
+}
+
+static void listing_free(struct listing *l)
+{
+    if (l->v)
+        munmap(l->v, l->bytes);
+    l->v = NULL;
+}
+
+static bool listed(const struct listing *l, uintptr_t base, const void *phdr)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].base == base && l->v[i].phdr == phdr)
+            return true;
+    return false;
+}
+
+/* Records whose object is not in a complete listing died with it. */
+static void sweep(const struct listing *l)
+{
+    int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        struct got_obj *g = rec(i);
+        if (g && atomic_load(&g->state) == G_LIVE && !listed(l, g->base, g->phdr))
+            atomic_store(&g->state, G_DEAD);
+    }
+}
+
+void tlsm_got_after_dlclose(void)
+{
+    struct listing l;
+    if (atomic_load_explicit(&ngobjs, memory_order_acquire) && list_objects(&l))
+        sweep(&l);
+    listing_free(&l);
+}
+
+/* Is [start, end) still the object lm (a target copy of a record)? */
+static bool same_load(uintptr_t start, uintptr_t end, const struct link_map *lm)
+{
+    struct dl_find_object f;
+    return _dl_find_object((void *)start, &f) == 0 && f.dlfo_link_map == lm &&
+           (uintptr_t)f.dlfo_map_start == start && (uintptr_t)f.dlfo_map_end == end;
 }
 
 /* What the dlopen's scope binds name to, for the version the object asks for: dlsym on the
@@ -196,119 +281,223 @@ static void collect_slot(int k, uintptr_t slot, uintptr_t value, void *arg)
     g->ids |= 1ull << id;
 }
 
-static bool patched_already(const struct link_map *lm)
+/* A live record of this load of the object: same place, slots still holding the hooks (a
+ * reload at the same address has its own bindings there), targets still the same loads.
+ * Records at the same place that fail this are dead: their object was unloaded. */
+static bool patched_already(const struct got_obj *s)
 {
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
-    for (int i = 0; i < n; i++)
-        if (gobjs[i].lm == lm && !atomic_load(&gobjs[i].dead))
-            return true;
-    return false;
+    bool found = false;
+    for (int i = 0; i < n; i++) {
+        struct got_obj *g = rec(i);
+        if (!g || atomic_load(&g->state) != G_LIVE || g->lm != s->lm || g->start != s->start ||
+            g->base != s->base || g->phdr != s->phdr)
+            continue;
+        bool ok = true;
+        for (int k = 0; k < g->nslots && ok; k++)
+            ok = __atomic_load_n((uintptr_t *)g->slot[k].addr, __ATOMIC_ACQUIRE) ==
+                 (uintptr_t)hook_addr[g->slot[k].id];
+        for (int id = 0; id < TLSM_FN_COUNT && ok; id++)
+            ok = !(g->ids & (1ull << id)) || !g->tgt[id].lm ||
+                 same_load(g->tgt[id].start, g->tgt[id].end, g->tgt[id].lm);
+        if (ok)
+            found = true;
+        else
+            atomic_store(&g->state, G_DEAD);
+    }
+    return found;
 }
 
-/* Prepare one new object in a scratch entry (dl* calls happen here, outside the lock),
- * then publish it with its slots rewritten. */
-static void patch_object(void *root, const struct dl_phdr_info *info)
+/* A new record in the registry (grown by one chunk when full), under got_lock. */
+static struct got_obj *claim(void)
 {
-    static struct got_obj scratch; /* under patch_lock: only tlsm_dlopen_patch calls this */
-    struct dl_find_object f;
-    uintptr_t at = info->dlpi_addr + info->dlpi_phdr[0].p_vaddr;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
-            at = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-            break;
+    int n = atomic_load_explicit(&ngobjs, memory_order_relaxed);
+    if (n >= MAX_CHUNKS * CHUNK_OBJS)
+        return NULL;
+    struct got_obj *c = atomic_load_explicit(&chunks[n / CHUNK_OBJS], memory_order_relaxed);
+    if (!c) {
+        void *p = mmap(NULL, sizeof(struct got_obj) * CHUNK_OBJS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        c = p;
+        atomic_store_explicit(&chunks[n / CHUNK_OBJS], c, memory_order_release);
+    }
+    return &c[n % CHUNK_OBJS];
+}
+
+/* Publish s with its slots rewritten. The object is held by the dlopen that has not returned
+ * yet, so the stores cannot land in an unmapped page; got_lock orders them with another
+ * thread patching the same object (a second dlopen of it). */
+static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, int phnum)
+{
+    pthread_mutex_lock(&got_lock);
+    struct got_obj *g = claim();
+    if (g) {
+        *g = *s;
+        int done = 0;
+        for (int i = 0; i < g->nslots; i++) {
+            struct got_slot *sl = &g->slot[i];
+            if (__atomic_load_n((uintptr_t *)sl->addr, __ATOMIC_ACQUIRE) == sl->orig &&
+                tlsm_got_write_ptr(ph, phnum, g->base, sl->addr, (uintptr_t)hook_addr[sl->id]))
+                done++;
         }
-    if (_dl_find_object((void *)at, &f) != 0 || tlsm_is_self((void *)at) ||
-        patched_already(f.dlfo_link_map))
+        atomic_store(&g->state, done ? G_LIVE : G_DEAD);
+        atomic_store_explicit(&ngobjs, atomic_load(&ngobjs) + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&got_lock);
+    return g;
+}
+
+/* One object the dlopen loaded: its slots and their targets found (dl* calls, no lock held),
+ * then published with the slots rewritten. */
+static void patch_object(void *root, const struct listed *obj)
+{
+    struct got_obj s;
+    struct dl_find_object f;
+    uintptr_t at = 0;
+    for (int i = 0; i < obj->phnum && !at; i++)
+        if (obj->ph[i].p_type == PT_LOAD)
+            at = obj->base + obj->ph[i].p_vaddr;
+    if (!at || _dl_find_object((void *)at, &f) != 0 || tlsm_is_self((void *)at))
         return;
     struct tlsm_obj *o = tlsm_obj_of((void *)at);
     if (!o)
         return;
-    memset(&scratch, 0, sizeof(scratch));
-    struct got_obj *s = &scratch;
-    s->lm = f.dlfo_link_map;
-    s->start = (uintptr_t)f.dlfo_map_start;
-    s->end = (uintptr_t)f.dlfo_map_end;
-    s->phdr = info->dlpi_phdr;
-    s->phnum = info->dlpi_phnum;
-    s->root = root;
-    snprintf(s->path, sizeof(s->path), "%s", o->path);
-    struct collect c = {s, o, root, 0, 0};
-    tlsm_elf_slots(s->lm, gnames, ngnames, collect_slot, &c);
+    memset(&s, 0, sizeof(s));
+    s.lm = f.dlfo_link_map;
+    s.start = (uintptr_t)f.dlfo_map_start;
+    s.end = (uintptr_t)f.dlfo_map_end;
+    s.base = obj->base;
+    s.phdr = obj->phdr;
+    s.root = root;
+    snprintf(s.path, sizeof(s.path), "%s", o->path);
+    if (patched_already(&s))
+        return;
+    struct collect c = {&s, o, root, 0, 0};
+    tlsm_elf_slots(s.lm, gnames, ngnames, collect_slot, &c);
     if (c.skipped)
         tlsm_warn("%s: %d GOT slot(s) for hooked names hold neither what its RTLD_DEEPBIND scope "
                   "defines nor its own PLT stub: left alone, those calls are not traced",
                   o->path, c.skipped);
-    if (!s->nslots)
+    if (!s.nslots)
         return;
-    pthread_mutex_lock(&got_lock);
-    int n = atomic_load_explicit(&ngobjs, memory_order_relaxed);
-    if (n < MAX_GOT_OBJS) {
-        gobjs[n] = *s;
-        apply(&gobjs[n], true);
-        atomic_store_explicit(&ngobjs, n + 1, memory_order_release);
+    for (int id = 0; id < TLSM_FN_COUNT; id++) {
+        struct tlsm_obj *t = (s.ids & (1ull << id)) && id != TLSM_FN_dlclose
+                                 ? tlsm_obj_of(s.target[id])
+                                 : NULL;
+        s.to[id] = t;
+        if (t) {
+            s.tgt[id].start = t->start;
+            s.tgt[id].end = t->end;
+            s.tgt[id].lm = t->lm;
+        }
     }
-    pthread_mutex_unlock(&got_lock);
-    if (n >= MAX_GOT_OBJS) {
-        tlsm_warn("%s binds past the hooks (RTLD_DEEPBIND) but %d objects were patched already: "
-                  "its calls are not traced",
-                  o->path, MAX_GOT_OBJS);
+    if (!publish(&s, obj->ph, obj->phnum)) {
+        if (!atomic_flag_test_and_set(&full_said))
+            tlsm_warn("%s binds past the hooks (RTLD_DEEPBIND) but %d loads were patched "
+                      "already: its calls and those of objects loaded after it that way are "
+                      "not traced",
+                      o->path, MAX_CHUNKS * CHUNK_OBJS);
         return;
     }
     /* The copies it calls into are reached through these slots: say so in their lib event. */
-    for (int id = 0; id < TLSM_FN_COUNT; id++) {
-        struct tlsm_obj *t = (gobjs[n].ids & (1ull << id)) ? tlsm_obj_of(gobjs[n].target[id]) : 0;
-        gobjs[n].to[id] = t;
-        if (t)
-            atomic_fetch_or(&t->reach, TLSM_REACH_GOT);
-    }
+    for (int id = 0; id < TLSM_FN_COUNT; id++)
+        if (s.to[id])
+            atomic_fetch_or(&s.to[id]->reach, TLSM_REACH_GOT);
 }
 
-/* One patching dlopen at a time, held across the real dlopen so that the objects new after
- * it are this dlopen's. A constructor it runs may fork: then this thread holds it already. */
-static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread bool holds_patch_lock __attribute__((tls_model("initial-exec")));
-static bool atfork_took_patch;
+/* The objects this dlopen loaded: new since `before`, and in the dependency closure of the
+ * handle's object (DT_NEEDED, matched by soname or file name as ld.so matches them). New
+ * objects outside it belong to a dlopen a constructor made, or to another thread's: they
+ * were not loaded with this dlopen's scope. */
+static bool needs(const struct link_map *by, const struct link_map *lm)
+{
+    const char *so = tlsm_elf_soname(lm), *n = lm->l_name, *b = n ? strrchr(n, '/') : NULL;
+    return (so && tlsm_elf_needs(by, so)) || (n && n[0] && tlsm_elf_needs(by, n)) ||
+           (b && tlsm_elf_needs(by, b + 1));
+}
 
+static int loaded_by(void *h, const struct listing *before, const struct listing *after,
+                     struct listed *out, int cap)
+{
+    struct link_map *root = NULL;
+    const struct link_map *lm[MAX_NEW];
+    bool in[MAX_NEW] = {false};
+    int n = 0;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &root) != 0 || !root)
+        return 0;
+    for (size_t i = 0; i < after->n && n < cap && n < MAX_NEW; i++) {
+        struct dl_find_object f;
+        const struct listed *o = &after->v[i];
+        if (listed(before, o->base, o->phdr) || !o->phnum)
+            continue;
+        uintptr_t at = 0;
+        for (int k = 0; k < o->phnum && !at; k++)
+            if (o->ph[k].p_type == PT_LOAD)
+                at = o->base + o->ph[k].p_vaddr;
+        if (!at || _dl_find_object((void *)at, &f) != 0)
+            continue;
+        out[n] = *o;
+        lm[n] = f.dlfo_link_map;
+        in[n] = lm[n] == root;
+        n++;
+    }
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n && !in[i]; j++)
+                if (in[j] && needs(lm[j], lm[i]))
+                    in[i] = grew = true;
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (in[i])
+            out[k++] = out[i];
+    return k;
+}
+
+/* The program's RTLD_DEEPBIND dlopen of a path (hook_dl.c decides). No tlsmeter lock is held
+ * across the real dlopen: its constructors may dlopen again, from this thread or others. */
 void *tlsm_got_dlopen(const char *file, int mode)
 {
-    static struct snap before; /* under patch_lock */
-    static struct newobjs after;
-    /* A constructor of what this dlopen loads dlopens again: the outer call's scan after its
-     * dlopen sees those objects too (and checks each slot against its own scope). */
-    if (holds_patch_lock)
-        return tlsm_real_dlopen(file, mode);
-    pthread_mutex_lock(&patch_lock);
-    holds_patch_lock = true;
-    before.n = 0;
-    dl_iterate_phdr(snap_cb, &before);
+    struct listing before, after;
+    bool ok = list_objects(&before);
+    if (ok)
+        sweep(&before);
     void *h = tlsm_real_dlopen(file, mode);
     int saved = errno;
-    if (h && before.n < MAX_SEEN && init_names()) {
+    if (h && ok && init_names()) {
         tlsm_th.guard++;
-        after.before = &before;
-        after.n = 0;
-        dl_iterate_phdr(new_cb, &after);
-        for (int i = 0; i < after.n; i++)
-            patch_object(h, &after.list[i]);
+        if (list_objects(&after)) {
+            struct listed mine[MAX_NEW];
+            int n = loaded_by(h, &before, &after, mine, MAX_NEW);
+            for (int i = 0; i < n; i++)
+                patch_object(h, &mine[i]);
+        }
+        listing_free(&after);
         dlerror(); /* our lookups' misses are not the program's: its dlopen succeeded */
         tlsm_th.guard--;
     }
-    holds_patch_lock = false;
-    pthread_mutex_unlock(&patch_lock);
+    listing_free(&before);
     errno = saved;
     return h;
 }
 
+/* The target a patched caller's slot held, checked to be the same loads still (a record
+ * not yet swept must not send a call into an unloaded copy). Lock-free. */
 void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller)
 {
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
-    for (int i = 0; i < n; i++) {
-        struct got_obj *g = &gobjs[i];
-        if (g->lm == caller->lm && g->start == caller->start && !atomic_load(&g->dead) &&
-            (g->ids & (1ull << id))) {
-            atomic_fetch_or(&g->used, 1ull << id);
-            return g->target[id];
-        }
+    for (int i = n - 1; i >= 0; i--) {
+        struct got_obj *g = rec(i);
+        if (!g || g->lm != caller->lm || g->start != caller->start || g->end != caller->end ||
+            atomic_load(&g->state) != G_LIVE || !(g->ids & (1ull << id)))
+            continue;
+        if (!g->tgt[id].lm || !same_load(g->tgt[id].start, g->tgt[id].end, g->tgt[id].lm))
+            return NULL;
+        atomic_fetch_or(&g->used, 1ull << id);
+        return g->target[id];
     }
     return NULL;
 }
@@ -316,59 +505,22 @@ void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller)
 bool tlsm_got_patched(const struct tlsm_obj *caller)
 {
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
-    for (int i = 0; i < n; i++)
-        if (gobjs[i].lm == caller->lm && gobjs[i].start == caller->start)
-            return true;
-    return false;
-}
-
-void tlsm_got_before_dlclose(void *handle)
-{
-    pthread_mutex_lock(&got_lock);
-    int n = atomic_load_explicit(&ngobjs, memory_order_relaxed);
-    for (int i = 0; i < n; i++)
-        if (gobjs[i].root == handle && gobjs[i].applied && !atomic_load(&gobjs[i].dead))
-            apply(&gobjs[i], false);
-    pthread_mutex_unlock(&got_lock);
-}
-
-/* Still the same loaded object (its range maps to its link_map)? */
-static bool alive(const struct got_obj *g)
-{
-    struct dl_find_object f;
-    return _dl_find_object((void *)g->start, &f) == 0 && f.dlfo_link_map == g->lm &&
-           (uintptr_t)f.dlfo_map_start == g->start && (uintptr_t)f.dlfo_map_end == g->end;
-}
-
-void tlsm_got_after_dlclose(void *handle)
-{
-    pthread_mutex_lock(&got_lock);
-    int n = atomic_load_explicit(&ngobjs, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
-        struct got_obj *g = &gobjs[i];
-        if (g->root != handle || g->applied || atomic_load(&g->dead))
-            continue;
-        if (alive(g))
-            apply(g, true); /* another handle keeps it loaded */
-        else
-            atomic_store(&g->dead, true);
+        struct got_obj *g = rec(i);
+        if (g && g->lm == caller->lm && g->start == caller->start &&
+            (g->ids & ~(1ull << TLSM_FN_dlclose)))
+            return true;
     }
-    pthread_mutex_unlock(&got_lock);
+    return false;
 }
 
 /* fork(): see main.c. */
 void tlsm_got_atfork(bool take)
 {
-    if (take) {
-        atfork_took_patch = !holds_patch_lock;
-        if (atfork_took_patch)
-            pthread_mutex_lock(&patch_lock);
+    if (take)
         pthread_mutex_lock(&got_lock);
-    } else {
+    else
         pthread_mutex_unlock(&got_lock);
-        if (atfork_took_patch)
-            pthread_mutex_unlock(&patch_lock);
-    }
 }
 
 /* One fwd event (caller, target copy, functions) with reach "got". */
@@ -397,13 +549,29 @@ static void write_fwd(const struct got_obj *g, const struct tlsm_obj *to, uint64
 
 /* At exit: the fwd events of every patched caller (also of those unloaded since: PHP closes
  * its extensions before exit, and the forwarding cache forgets them), for the functions
- * a call came through, one per target copy. */
+ * a call came through, one per target copy and caller path (a plugin reloaded many times
+ * gets one line per copy it reached). */
+static bool written_before(int upto, const struct got_obj *g, const struct tlsm_obj *to,
+                           uint64_t fns)
+{
+    for (int i = 0; i < upto; i++) {
+        const struct got_obj *p = rec(i);
+        uint64_t pf = 0, used = p ? atomic_load(&p->used) : 0;
+        for (int id = 0; id < TLSM_FN_COUNT; id++)
+            if ((used & (1ull << id)) && p->to[id] == to)
+                pf |= 1ull << id;
+        if (p && pf == fns && !strcmp(p->path, g->path))
+            return true;
+    }
+    return false;
+}
+
 void tlsm_got_write_fwd(void)
 {
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        const struct got_obj *g = &gobjs[i];
-        uint64_t left = atomic_load(&g->used), fns;
+        const struct got_obj *g = rec(i);
+        uint64_t left = g ? atomic_load(&g->used) : 0, fns;
         while (left) {
             const struct tlsm_obj *to = g->to[__builtin_ctzll(left)];
             fns = 0;
@@ -411,7 +579,7 @@ void tlsm_got_write_fwd(void)
                 if ((left & (1ull << id)) && g->to[id] == to)
                     fns |= 1ull << id;
             left &= ~fns;
-            if (to && to->lib_id)
+            if (to && to->lib_id && !written_before(i, g, to, fns))
                 write_fwd(g, to, fns);
         }
     }

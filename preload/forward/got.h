@@ -1,5 +1,5 @@
 /* got.h: reach OpenSSL calls that bind past the hooks by rewriting the caller's GOT slots
- * (issue 15, technique 1): objects an RTLD_DEEPBIND dlopen brought in look their imports
+ * objects an RTLD_DEEPBIND dlopen brought in look their imports
  * up in their own dependencies first, so their SSL_* and EVP_* calls never reach the hooks. */
 #ifndef TLSM_GOT_H
 #define TLSM_GOT_H
@@ -20,7 +20,8 @@ void *tlsm_real_dlopen(const char *file, int mode);
 void *tlsm_real_dlopen_fn(void);
 
 /* The function a patched caller's slot held before (its pinned forward answer), NULL when
- * caller has no patched slot for id. Lock-free: called on a forwarding cache miss. */
+ * caller has no live patched slot for id or that function's copy is no longer the same load.
+ * Lock-free: called on a forwarding cache miss. */
 void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller);
 /* Were caller's GOT slots rewritten? Its fwd events are tlsm_got_write_fwd's, at exit. */
 bool tlsm_got_patched(const struct tlsm_obj *caller);
@@ -31,10 +32,9 @@ int tlsm_got_rewrite(const struct link_map *lm, const ElfW(Phdr) * phdr, int phn
                      const char *const names[], int n, void *const repl[], void *orig[]);
 /* tlsmeter's own hook for id (families S, E, G), from its own scope; NULL if none. */
 void *tlsm_got_self_hook(enum tlsm_fn id);
-/* dlclose hook: put the slots of the objects handle's dlopen patched back before the real
- * dlclose; after it, patch those that are still loaded again. */
-void tlsm_got_before_dlclose(void *handle);
-void tlsm_got_after_dlclose(void *handle);
+/* After a dlclose that succeeded: the records of objects no longer loaded die (a nested
+ * dlclose may have been deferred to this one). */
+void tlsm_got_after_dlclose(void);
 void tlsm_got_atfork(bool take);
 /* One aligned pointer store at addr in the object whose program headers and load base are
  * given, inside an mprotect of its page when the loader made it read-only (RELRO), restored

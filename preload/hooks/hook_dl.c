@@ -36,12 +36,12 @@ TLSM_EXPORT int dlclose(void *handle)
 {
     tlsm_th.calls[TLSM_FN_dlclose]++;
     tlsm_blind_calls_before_dlclose();
-    tlsm_got_before_dlclose(handle);
     int ret = tlsm_real_dlclose(handle);
     int saved = errno;
-    tlsm_got_after_dlclose(handle);
-    if (ret == 0)
+    if (ret == 0) {
+        tlsm_got_after_dlclose();
         tlsm_resolve_invalidate();
+    }
     errno = saved;
     return ret;
 }
