@@ -15,7 +15,16 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Expand %p, %t, %%; a forked child without %p in the template gets ".PID" appended. */
+/* The expanded template names a directory (an existing one, or any path ending in '/'): the
+ * trace goes inside it as tlsmeter.PID.trace (tlsm_trace_create), for a forked child too. */
+static bool names_dir(const char *p, size_t n)
+{
+    struct stat st;
+    return (n && p[n - 1] == '/') || (stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+/* Expand %p, %t, %%; a forked child without %p in a file template gets ".PID" appended (a
+ * directory gets its own tlsmeter.PID.trace inside it, as the parent's). */
 bool tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
 {
     const char *t = tlsm_cfg.out;
@@ -36,7 +45,7 @@ bool tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0)
             out[n++] = *t;
     }
     out[n] = 0;
-    if (child && !had_pid)
+    if (child && !had_pid && !names_dir(out, n))
         snprintf(out + n, cap - n, ".%d", (int)getpid());
     return !*t; /* false: the template did not fit (never cut silently) */
 }

@@ -6,8 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Expand TLSMETER_OUT: %p, %t (unix_t0 in seconds), %%; a forked child without %p in the
- * template gets ".PID" appended. False when it does not fit in cap. */
+/* Expand TLSMETER_OUT: %p, %t (unix_t0 in seconds), %%; a forked child without %p in a file
+ * template gets ".PID" appended (a directory is left as is: the child's file goes inside
+ * it). False when it does not fit in cap. */
 bool tlsm_trace_path(char *out, size_t cap, bool child, uint64_t unix_t0);
 /* Create p 0600 (O_EXCL|O_NOFOLLOW, O_RDWR for the mapping), trying p.1 .. p.9 on a clash,
  * or open the FIFO/device it names; p a directory: p/tlsmeter.PID.jsonl. p gets the name
