@@ -1,5 +1,5 @@
-/* obj.c: the registry of objects (bounded, append-only; entries outlive dlclose as stale)
- * and the lib event of each OpenSSL instance. */
+/* obj.c: the registry of objects (append-only, grown in chunks; entries outlive dlclose as
+ * stale) and the lib event of each OpenSSL instance. */
 #include "forward/obj.h"
 #include "forward/blind.h"
 #include "base/caps.h"
@@ -15,16 +15,25 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_OBJS 128
+#define CHUNK_OBJS 128
+#define MAX_CHUNKS 128 /* 16384 objects: a program reloading plugins gets a new one each time */
 
 /* Append-only under obj_lock; readers see only fully built entries (nobjs is published
- * after the entry is written). No dl* call ever happens under this lock: dlsym and dlopen
- * take the loader lock, and a constructor running under the loader lock may call a hook. */
-static struct tlsm_obj objs[MAX_OBJS];
+ * after the entry is written). Entries are never freed or reused (pointers to them are kept
+ * by the forwarding caches and records); the registry grows by one mapped chunk at a time.
+ * No loader call ever happens under this lock (dlsym and dlopen take the loader lock, and a
+ * constructor running under the loader lock may call a hook; on glibc < 2.35 even
+ * _dl_find_object takes it). */
+static struct tlsm_obj *_Atomic chunks[MAX_CHUNKS];
 static _Atomic int nobjs;
 static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_flag full_said = ATOMIC_FLAG_INIT;
+
+/* Entry i (< nobjs), through its chunk. */
+#define objs(i) (atomic_load_explicit(&chunks[(i) / CHUNK_OBJS], memory_order_acquire)[(i) % CHUNK_OBJS])
 
 static const char *const hook_names[TLSM_FN_COUNT] = {
 #define X(name, fam, req) #name,
@@ -47,8 +56,8 @@ static struct tlsm_obj *find_obj(const struct link_map *lm)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (!objs[i].stale && objs[i].lm == lm)
-            return &objs[i];
+        if (!objs(i).stale && objs(i).lm == lm)
+            return &objs(i);
     return NULL;
 }
 
@@ -70,6 +79,23 @@ static struct tlsm_obj *memo(struct tlsm_obj *o, unsigned gen)
     return o;
 }
 
+/* Entry n, its chunk mapped if it is the first of one (under obj_lock); NULL when full. */
+static struct tlsm_obj *slot(int n)
+{
+    if (n >= CHUNK_OBJS * MAX_CHUNKS)
+        return NULL;
+    struct tlsm_obj *c = atomic_load_explicit(&chunks[n / CHUNK_OBJS], memory_order_relaxed);
+    if (!c) {
+        void *p = mmap(NULL, sizeof(struct tlsm_obj) * CHUNK_OBJS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        c = p;
+        atomic_store_explicit(&chunks[n / CHUNK_OBJS], c, memory_order_release);
+    }
+    return &c[n % CHUNK_OBJS];
+}
+
 struct tlsm_obj *tlsm_obj_of(const void *addr)
 {
     const struct obj_memo *m = &obj_memo;
@@ -83,20 +109,25 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
     struct tlsm_obj *o = find_obj(f.dlfo_link_map);
     if (o)
         return memo(o, gen);
+    struct tlsm_obj entry;
+    memset(&entry, 0, sizeof(entry));
+    entry.lm = f.dlfo_link_map;
+    entry.start = (uintptr_t)f.dlfo_map_start;
+    entry.end = (uintptr_t)f.dlfo_map_end;
     pthread_mutex_lock(&obj_lock);
     o = find_obj(f.dlfo_link_map);
     int n = atomic_load_explicit(&nobjs, memory_order_relaxed);
-    if (!o && n < MAX_OBJS) {
-        o = &objs[n];
-        memset(o, 0, sizeof(*o));
-        o->lm = f.dlfo_link_map;
-        o->start = (uintptr_t)f.dlfo_map_start;
-        o->end = (uintptr_t)f.dlfo_map_end;
+    if (!o && (o = slot(n)) != NULL) {
+        *o = entry;
         obj_path(o);
         o->refs = tlsm_elf_refs(o->lm, hook_names, TLSM_FN_COUNT, o->want);
         atomic_store_explicit(&nobjs, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&obj_lock);
+    if (!o && !atomic_flag_test_and_set(&full_said))
+        tlsm_warn("%d objects registered: calls from objects loaded after that are forwarded "
+                  "uncached, and copies loaded after that are not described",
+                  CHUNK_OBJS * MAX_CHUNKS);
     return memo(o, gen);
 }
 
@@ -112,15 +143,14 @@ static bool gone(const struct tlsm_obj *o)
     return n && n[0] && strcmp(n, o->path) != 0;
 }
 
-/* After dlclose: only the objects that really went away become stale. */
+/* After dlclose: only the objects that really went away become stale. Without obj_lock:
+ * gone() asks the loader, and the flag only ever goes from false to true. */
 void tlsm_obj_mark_stale(void)
 {
-    pthread_mutex_lock(&obj_lock);
-    int n = atomic_load_explicit(&nobjs, memory_order_relaxed);
+    int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (!objs[i].stale && gone(&objs[i]))
-            objs[i].stale = true;
-    pthread_mutex_unlock(&obj_lock);
+        if (!__atomic_load_n(&objs(i).stale, __ATOMIC_ACQUIRE) && gone(&objs(i)))
+            __atomic_store_n(&objs(i).stale, true, __ATOMIC_RELEASE);
 }
 
 /* dlsym in the object's own scope; keep only definitions from this object or its
@@ -147,9 +177,9 @@ enum tlsm_abi_kind tlsm_obj_abi(const struct link_map *lm, const char **version)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (objs[i].lm == lm && atomic_load(&objs[i].described) && objs[i].lib_id) {
-            *version = objs[i].version;
-            return objs[i].abi.kind;
+        if (objs(i).lm == lm && atomic_load(&objs(i).described) && objs(i).lib_id) {
+            *version = objs(i).version;
+            return objs(i).abi.kind;
         }
     *version = "";
     return TLSM_ABI_UNKNOWN;
@@ -159,7 +189,7 @@ bool tlsm_obj_crypto_only(const struct link_map *lm)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (objs[i].lm == lm && objs[i].lib_id && objs[i].has_crypto && !objs[i].has_ssl)
+        if (objs(i).lm == lm && objs(i).lib_id && objs(i).has_crypto && !objs(i).has_ssl)
             return true;
     return false;
 }
@@ -282,8 +312,8 @@ unsigned tlsm_obj_reach_of(const struct link_map *lm)
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
     unsigned r = 0;
     for (int i = 0; i < n; i++)
-        if (objs[i].lm == lm && !objs[i].stale)
-            r |= atomic_load(&objs[i].reach);
+        if (objs(i).lm == lm && !objs(i).stale)
+            r |= atomic_load(&objs(i).reach);
     return r;
 }
 
@@ -294,11 +324,11 @@ void tlsm_obj_end_write(struct tlsm_json *j)
     int count = atomic_load_explicit(&nobjs, memory_order_acquire);
     tlsm_json_arr(j, "libs");
     for (int i = 0; i < count; i++) {
-        if (!objs[i].lib_id)
+        if (!objs(i).lib_id)
             continue;
         tlsm_json_obj_item(j);
-        tlsm_json_int(j, "id", objs[i].lib_id);
-        tlsm_hooks_write(j, "hooks", objs[i].hooks_into);
+        tlsm_json_int(j, "id", objs(i).lib_id);
+        tlsm_hooks_write(j, "hooks", objs(i).hooks_into);
         tlsm_json_obj_end(j);
     }
     tlsm_json_arr_end(j);
@@ -326,7 +356,7 @@ void tlsm_obj_replay_libs(unsigned gen)
     (void)gen;
     tlsm_th.guard++;
     for (int i = 0; i < n; i++)
-        if (objs[i].lib_id && !objs[i].stale)
-            write_lib_event(&objs[i]);
+        if (objs(i).lib_id && !objs(i).stale)
+            write_lib_event(&objs(i));
     tlsm_th.guard--;
 }

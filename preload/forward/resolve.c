@@ -14,7 +14,10 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT] = {
 #define X(n, fam, req) [TLSM_FN_##n] = {.name = #n, .family = #fam[0], .required = req},
@@ -133,55 +136,101 @@ static void *lookup_in_scope(const struct tlsm_obj *caller, const char *name, co
     return p;
 }
 
-/* Last resort for callers we cannot place (JIT code, no object): any loaded definition. */
-struct any_search {
-    const char *name;
-    void *found;
+/* Last resort for callers we cannot place (JIT code, no object): any loaded definition,
+ * looked up in each object's own scope. dl_iterate_phdr holds the loader's list lock during
+ * its callback and dlopen takes the loader lock, which a concurrent dlopen holds while it
+ * waits for the list lock: so the callback only copies the k-th object's name out, and the
+ * dlopen/dlsym happen after it returns. Quadratic in the number of objects, once per
+ * function (the answer is cached for the caller's page). */
+struct nth_name {
+    int k, i;
+    char name[512];
+    bool found;
 };
 
-static int any_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int nth_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-    struct any_search *s = arg;
-    void *h = info->dlpi_name[0] ? dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-    if (!h)
+    struct nth_name *s = arg;
+    (void)size;
+    if (s->i++ < s->k)
         return 0;
-    s->found = usable(dlsym(h, s->name));
-    tlsm_real_dlclose(h);
-    return s->found != NULL;
+    snprintf(s->name, sizeof(s->name), "%s", info->dlpi_name ? info->dlpi_name : "");
+    s->found = true;
+    return 1;
 }
 
 static void *lookup_anywhere(const char *name)
 {
-    struct any_search s = {name, NULL};
     void *p = usable(dlsym(RTLD_DEFAULT, name));
-    if (p)
-        return p;
-    dl_iterate_phdr(any_cb, &s);
-    return s.found;
+    for (int k = 0; !p && k < 4096; k++) {
+        struct nth_name s = {.k = k};
+        dl_iterate_phdr(nth_cb, &s);
+        if (!s.found)
+            break;
+        void *h = s.name[0] ? dlopen(s.name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+        if (h) {
+            p = usable(dlsym(h, name));
+            tlsm_real_dlclose(h);
+        }
+    }
+    return p;
 }
 
-/* Entries come from a fixed pool and are never freed: each dlclose that forgets a few
- * costs a few more; when the pool is gone, calls still resolve, uncached. */
-#define ENTRY_POOL 4096
-static struct tlsm_fwd_entry entry_pool[ENTRY_POOL];
-static int entries_used;
+/* Entries come from pools mapped as needed and are never freed (a reader may hold one while
+ * it is unpublished): each dlclose that forgets a few costs a few more; when MAX_POOLS are
+ * gone, calls still resolve, uncached. */
+#define POOL_ENTRIES 4096
+#define MAX_POOLS    64
+static struct tlsm_fwd_entry *pool;
+static int pool_used = POOL_ENTRIES, npools;
 
-static void cache(enum tlsm_fn id, const struct tlsm_obj *caller, struct tlsm_fwd fwd)
+static struct tlsm_fwd_entry *new_entry(void)
+{
+    if (pool_used == POOL_ENTRIES) {
+        void *p = npools < MAX_POOLS ? mmap(NULL, sizeof(*pool) * POOL_ENTRIES,
+                                            PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                                            -1, 0)
+                                     : MAP_FAILED;
+        if (p == MAP_FAILED)
+            return NULL;
+        pool = p;
+        pool_used = 0;
+        npools++;
+    }
+    return &pool[pool_used++];
+}
+
+/* Callers in no object (JIT code) are cached by their page: _Atomic so the dlopen route
+ * knows, without a lock, whether there is anything to forget. */
+static _Atomic bool anon_cached;
+
+static void cache(enum tlsm_fn id, uintptr_t start, uintptr_t end, struct tlsm_fwd fwd)
 {
     struct tlsm_hook *h = &tlsm_hooks[id];
     pthread_mutex_lock(&slot_lock);
     int n = atomic_load_explicit(&h->nslots, memory_order_relaxed), i = 0;
     while (i < n && atomic_load_explicit(&h->slot[i], memory_order_relaxed))
         i++;
-    if (i < TLSM_FWD_SLOTS && entries_used < ENTRY_POOL) {
-        struct tlsm_fwd_entry *e = &entry_pool[entries_used++];
-        *e = (struct tlsm_fwd_entry){caller->start, caller->end, fwd,
-                                     fwd.target ? fwd.target->start : 0};
+    struct tlsm_fwd_entry *e = i < TLSM_FWD_SLOTS ? new_entry() : NULL;
+    if (e) {
+        *e = (struct tlsm_fwd_entry){start, end, fwd, fwd.target ? fwd.target->start : 0};
         atomic_store_explicit(&h->slot[i], e, memory_order_release);
         if (i == n)
             atomic_store_explicit(&h->nslots, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&slot_lock);
+}
+
+/* A caller in no loaded object: cached for its page, until the next dlopen or dlclose (an
+ * object could be loaded where the page was). */
+static void cache_anon(enum tlsm_fn id, const void *ra, struct tlsm_fwd fwd)
+{
+    struct dl_find_object f;
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), page = (uintptr_t)ra & ~(ps - 1);
+    if (!ra || _dl_find_object((void *)ra, &f) == 0)
+        return; /* an object the registry had no room for: not a JIT page */
+    atomic_store(&anon_cached, true);
+    cache(id, page, page + ps, fwd);
 }
 
 struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
@@ -218,7 +267,9 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
         tlsm_obj_describe(fwd.target);
     }
     if (caller)
-        cache(id, caller, fwd);
+        cache(id, caller->start, caller->end, fwd);
+    else
+        cache_anon(id, ra, fwd);
     return fwd;
 }
 
@@ -230,6 +281,31 @@ static bool range_alive(uintptr_t start, uintptr_t end)
            (uintptr_t)f.dlfo_map_end == end;
 }
 
+/* Unpublish the entries forget() says, each only if its slot still holds it. The loader is
+ * asked outside slot_lock (on glibc < 2.35 _dl_find_object takes the loader's list lock). */
+static void forget_where(bool (*forget)(const struct tlsm_fwd_entry *))
+{
+    for (int i = 0; i < TLSM_FN_COUNT; i++) {
+        struct tlsm_hook *h = &tlsm_hooks[i];
+        int n = atomic_load_explicit(&h->nslots, memory_order_acquire);
+        for (int k = 0; k < n; k++) {
+            struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[k], memory_order_acquire);
+            if (!e || !forget(e))
+                continue;
+            pthread_mutex_lock(&slot_lock);
+            struct tlsm_fwd_entry *want = e;
+            atomic_compare_exchange_strong(&h->slot[k], &want, NULL);
+            pthread_mutex_unlock(&slot_lock);
+        }
+    }
+}
+
+static bool gone_entry(const struct tlsm_fwd_entry *e)
+{
+    return (e->fwd.target && __atomic_load_n(&e->fwd.target->stale, __ATOMIC_ACQUIRE)) ||
+           !range_alive(e->start, e->end);
+}
+
 /* After a dlclose: forget only the answers whose caller or target object went away (one
  * atomic store each), so a program that loads and unloads plugins in a loop keeps its
  * cache and its object registry small. */
@@ -239,17 +315,20 @@ void tlsm_resolve_invalidate(void)
 {
     atomic_fetch_add_explicit(&tlsm_resolve_gen, 1, memory_order_acq_rel);
     tlsm_obj_mark_stale();
-    pthread_mutex_lock(&slot_lock);
-    for (int i = 0; i < TLSM_FN_COUNT; i++) {
-        struct tlsm_hook *h = &tlsm_hooks[i];
-        int n = atomic_load_explicit(&h->nslots, memory_order_relaxed);
-        for (int k = 0; k < n; k++) {
-            struct tlsm_fwd_entry *e = atomic_load_explicit(&h->slot[k], memory_order_relaxed);
-            if (e && ((e->fwd.target && e->fwd.target->stale) || !range_alive(e->start, e->end)))
-                atomic_store_explicit(&h->slot[k], NULL, memory_order_release);
-        }
-    }
-    pthread_mutex_unlock(&slot_lock);
+    forget_where(gone_entry);
+}
+
+/* Before a dlopen: answers cached for JIT pages go (an object may be mapped there now). */
+static bool anon_entry(const struct tlsm_fwd_entry *e)
+{
+    struct dl_find_object f;
+    return _dl_find_object((void *)e->start, &f) != 0;
+}
+
+void tlsm_resolve_before_dlopen(void)
+{
+    if (atomic_exchange(&anon_cached, false))
+        forget_where(anon_entry);
 }
 
 /* fork(): held across it so the child never inherits this lock taken by a thread that

@@ -24,6 +24,7 @@ void *tlsm_dlopen_route(const char *file, int mode, const void *ra);
 void *tlsm_dlopen_route(const char *file, int mode, const void *ra)
 {
     struct dl_find_object f;
+    tlsm_resolve_before_dlopen();
     if (!(mode & RTLD_DEEPBIND) || !file || !strchr(file, '/') || strchr(file, '$') ||
         tlsm_is_self(ra) || !atomic_load_explicit(&tlsm_active, memory_order_relaxed) ||
         !tlsm_cfg.patch ||
