@@ -8,7 +8,8 @@
 # too). Clients: a -Bsymbolic OpenSSL copy (tests/vendor/build, layout "symbolic") and
 # `node --jitless` (its OpenSSL in its executable), each downloading 1 MiB from openssl
 # s_server, untraced and traced under the same filter. Output and exit code must be the
-# same; stderr and the trace's warn events must say the copy's entry points were left alone
+# same (node's output includes how many file mappings are writable and executable at the
+# end: a text page whose restore to read-and-execute failed after a store would be one); stderr and the trace's warn events must say the copy's entry points were left alone
 # because their code or trampoline cannot be made executable (or, in mode all, writable);
 # the copy's lib event must not claim reach "entry".
 # shellcheck source=tests/lib.sh
@@ -76,7 +77,12 @@ let n = 0;
 https.get({host: '127.0.0.1', port: +process.argv[2], path: '/big.bin', servername: 'localhost',
            ca: fs.readFileSync(process.argv[3])}, res => {
   res.on('data', d => { h.update(d); n += d.length; });
-  res.on('end', () => console.log('bytes=' + n + ' sha256=' + h.digest('hex')));
+  res.on('end', () => {
+    // Code pages of files left writable and executable (a failed restore after a store).
+    const wx = fs.readFileSync('/proc/self/maps', 'utf8').split('\n').map(l => l.split(/\s+/))
+      .filter(f => f.length > 5 && f[5].startsWith('/') && /^.wx/.test(f[1])).length;
+    console.log('bytes=' + n + ' sha256=' + h.digest('hex') + ' wx_file_maps=' + wx);
+  });
 }).on('error', e => { console.error('request:', e.code || e.message); process.exit(4); });
 JS
 if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then

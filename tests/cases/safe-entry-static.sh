@@ -117,7 +117,7 @@ run() {
         fail "safe-entry-static $name: ${#TRACES[@]} traces, want 1"
         return
     fi
-    TLS_PASS_NOTE="$fns start with the canary load at +$at" \
+    TLS_PASS_NOTE="$fns load the canary at +$at" \
         tls_check "safe-entry-static $name: output as untraced, reads return body and header" \
         "$TLSM_PY" - "${TRACES[0]}" "$SIZE" "$header" <<'PY'
 import json, sys
