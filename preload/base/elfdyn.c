@@ -11,6 +11,13 @@
 #include <stdatomic.h>
 #include <string.h>
 
+/* Packed relative relocations (-z pack-relative-relocs): the tags, for headers that predate
+ * them (glibc 2.36 added them; the loader of an older glibc refuses such objects anyway). */
+#ifndef DT_RELR
+#define DT_RELRSZ 35
+#define DT_RELR   36
+#endif
+
 struct dyninfo {
     const ElfW(Sym) * symtab;
     const char *strtab;
@@ -25,6 +32,9 @@ struct dyninfo {
     size_t relsz[2];
     size_t relative; /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
     int rela[2];     /* 1: ElfW(Rela), 0: ElfW(Rel) */
+    /* DT_RELR, DT_RELRSZ: the packed relative relocations (-z pack-relative-relocs) */
+    const ElfW(Addr) * relr;
+    size_t relrsz;
     struct tlsm_elf_flags flags;
 };
 
@@ -91,6 +101,12 @@ static void read_dynamic(const struct link_map *lm, struct dyninfo *d)
             break;
         case DT_RELSZ:
             d->relsz[1] = e->d_un.d_val;
+            break;
+        case DT_RELR:
+            d->relr = dptr(lm, e->d_un.d_ptr);
+            break;
+        case DT_RELRSZ:
+            d->relrsz = e->d_un.d_val;
             break;
         case DT_RELACOUNT:
         case DT_RELCOUNT:
@@ -437,12 +453,44 @@ void tlsm_elf_slots(const struct link_map *lm, const char *const names[], int n,
     walk_relocs(lm, &d, names, n, visit_slot, &s);
 }
 
+/* DT_RELR, as the gABI's packed relative relocations define it: a word with its low bit
+ * clear is the offset of a word to relocate, and the words after it follow; a word with its
+ * low bit set is a bitmap for the next (bits per word - 1) words, bit k (from 1) set when the
+ * (k - 1)th of them is relocated. Each relocated word held its addend and holds base + addend
+ * now (the loader applied them before any constructor), which is the value. */
+static int walk_relr(const struct link_map *lm, const struct dyninfo *d, tlsm_elf_rel_fn fn,
+                     void *arg)
+{
+    enum { W = sizeof(ElfW(Addr)), BITS = 8 * sizeof(ElfW(Addr)) };
+    size_t count = d->relr ? d->relrsz / W : 0;
+    uintptr_t next = 0; /* the word after the last one an address entry or bitmap covered */
+    for (size_t i = 0; i < count; i++) {
+        ElfW(Addr) e = d->relr[i];
+        if (!(e & 1)) {
+            uintptr_t where = lm->l_addr + e;
+            if (fn(where, *(const uintptr_t *)where, arg))
+                return 1;
+            next = where + W;
+            continue;
+        }
+        if (!next) /* a bitmap before any address: not the format */
+            return 0;
+        for (unsigned k = 1; k < BITS; k++) {
+            uintptr_t where = next + (uintptr_t)(k - 1) * W;
+            if (((e >> k) & 1) && fn(where, *(const uintptr_t *)where, arg))
+                return 1;
+        }
+        next += (uintptr_t)(BITS - 1) * W;
+    }
+    return 0;
+}
+
 void tlsm_elf_relatives(const struct link_map *lm, tlsm_elf_rel_fn fn, void *arg)
 {
     struct dyninfo d;
     read_dynamic(lm, &d);
-    /* Relative relocations are in DT_RELA/DT_REL (which = 1); DT_RELR is not read (Debian 12's
-     * toolchain does not emit it): such an object simply has none to offer. */
+    /* Relative relocations are in DT_RELA/DT_REL (which = 1) and, for an object linked with
+     * -z pack-relative-relocs, in DT_RELR: most of them there, the rest stay in DT_RELA. */
     size_t ent = d.rela[1] ? sizeof(ElfW(Rela)) : sizeof(ElfW(Rel));
     size_t count = d.rel[1] ? d.relsz[1] / ent : 0;
     for (size_t i = 0; i < count; i++) {
@@ -459,6 +507,7 @@ void tlsm_elf_relatives(const struct link_map *lm, tlsm_elf_rel_fn fn, void *arg
         if (fn(where, value, arg))
             return;
     }
+    walk_relr(lm, &d, fn, arg);
 }
 
 /* A defined symbol named name in the GNU hash table (the ELF gABI extension every linker

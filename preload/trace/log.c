@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,32 +35,56 @@ static bool stderr_is_ours(void)
            st.st_ino == err_ino;
 }
 
+size_t tlsm_log_cut(char *msg, size_t cap, size_t total)
+{
+    char mark[48];
+    size_t mlen = (size_t)snprintf(mark, sizeof(mark), " [cut: %zu more bytes]", total);
+    if (cap < mlen + 2 || total < cap)
+        return strlen(msg);
+    size_t keep = cap - 1 - mlen, cut = keep;
+    for (size_t i = keep; i > 0 && keep - i < 80; i--)
+        if (msg[i] == ' ') {
+            cut = i;
+            break;
+        }
+    if (cut == keep) /* one long word (a path): cut it, but not inside a UTF-8 character */
+        while (cut > 0 && ((unsigned char)msg[cut] & 0xc0) == 0x80)
+            cut--;
+    while (cut > 0 && msg[cut - 1] == ' ')
+        cut--;
+    return cut + (size_t)snprintf(msg + cut, cap - cut, " [cut: %zu more bytes]", total - cut);
+}
+
 /* To stderr (when it is still the one we started with, TLSMETER_QUIET is off and no other
  * process of the tree printed the same warning) and, in
  * every case, into the trace as a `warn` event: a daemon's stderr is often its own log or
- * /dev/null, the trace is where the user looks. */
+ * /dev/null, the trace is where the user looks. Up to TLSM_WARN_MAX bytes with "tlsmeter: "
+ * and the newline: every notice of ours with its paths; a longer one is cut as above. */
 void tlsm_warn(const char *fmt, ...)
 {
     static __thread bool inside; /* a warning about writing the trace, written to it */
-    char line[512];
+    char line[TLSM_WARN_MAX];
     int saved = errno;
     if (inside)
         return;
     inside = true;
-    int n = snprintf(line, sizeof(line), "tlsmeter: ");
+    /* The message after the prefix, with room left for the newline. */
+    size_t pre = (size_t)snprintf(line, sizeof(line), "tlsmeter: "), room = sizeof(line) - pre - 1;
     va_list ap;
     va_start(ap, fmt);
-    n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    int t = vsnprintf(line + pre, room, fmt, ap);
     va_end(ap);
-    if (n > (int)sizeof(line) - 2)
-        n = (int)sizeof(line) - 2;
+    size_t m = t < 0 ? 0 : (size_t)t;
+    if (m >= room)
+        m = tlsm_log_cut(line + pre, room, m);
+    size_t n = pre + m;
     line[n] = 0;
-    tlsm_trace_warn(line + 10);
+    tlsm_trace_warn(line + pre);
     /* Once per process tree on stderr (log_tree.c); every process's trace has it. */
-    bool say = !tlsm_cfg.quiet && stderr_is_ours() && tlsm_log_tree_first(line + 10);
+    bool say = !tlsm_cfg.quiet && stderr_is_ours() && tlsm_log_tree_first(line + pre);
     line[n++] = '\n';
     if (say) {
-        ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+        ssize_t w = write(STDERR_FILENO, line, n);
         (void)w;
     }
     inside = false;

@@ -4,14 +4,16 @@
 #include "trace/trace.h"
 #include "base/clock.h"
 #include "base/json.h"
+#include "trace/log.h"
 #include "trace/thread.h"
 #include "trace/trace_int.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #define MAX_EARLY_WARN 4
-static char early_warn[MAX_EARLY_WARN][256]; /* warnings before the file existed */
+static char early_warn[MAX_EARLY_WARN][TLSM_WARN_MAX]; /* warnings before the file existed */
 _Atomic unsigned tlsm_tr_nearly_warn;
 
 size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid)
@@ -29,7 +31,7 @@ size_t tlsm_tr_warn_line(char *line, size_t cap, const char *msg, bool with_pid)
  * program sent its stderr elsewhere. Before the file exists it is kept for the header. */
 void tlsm_trace_warn(const char *msg)
 {
-    char line[1024];
+    char line[2 * TLSM_WARN_MAX];
     int s = atomic_load(&tlsm_tr_state);
     if (s == ST_UNOPENED || s == ST_RESERVED) {
         unsigned i = atomic_fetch_add(&tlsm_tr_nearly_warn, 1);
@@ -40,6 +42,15 @@ void tlsm_trace_warn(const char *msg)
     if (s != ST_OPEN || getpid() != tlsm_tr_trace_pid)
         return;
     size_t n = tlsm_tr_warn_line(line, sizeof(line), msg, false);
+    if (!n) {
+        /* Escapes (a byte that is not UTF-8 takes five) made it too long for the line: the
+         * start of it, cut so that it fits even if every byte needs one. */
+        char part[(2 * TLSM_WARN_MAX - 128) / 6];
+        size_t len = strlen(msg);
+        snprintf(part, sizeof(part), "%s", msg);
+        tlsm_log_cut(part, sizeof(part), len);
+        n = tlsm_tr_warn_line(line, sizeof(line), part, false);
+    }
     if (!n)
         return;
     /* In the thread's chunk (no zeroed space left behind) when it has one: no allocation,
