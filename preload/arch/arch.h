@@ -53,22 +53,27 @@ uint32_t tlsm_arch_to_ret(uintptr_t pc, uint32_t max);
 /* Entry patching (issue 15, forward/entry.c). A branch of TLSM_ARCH_PATCH_LEN bytes written
  * at a function's entry reaches a stub within TLSM_ARCH_NEAR bytes of it. */
 #if defined(__x86_64__)
-#define TLSM_ARCH_PATCH_LEN 5          /* jmp rel32 */
-#define TLSM_ARCH_NEAR (1ull << 31)    /* its reach */
-#define TLSM_ARCH_FAR_LEN 14           /* jmp *0(%rip); .quad */
+#define TLSM_ARCH_PATCH_LEN 5            /* jmp rel32 */
+#define TLSM_ARCH_NEAR      (1ull << 31) /* its reach */
+#define TLSM_ARCH_FAR_LEN   14           /* jmp *0(%rip); .quad */
 #else
-#define TLSM_ARCH_PATCH_LEN 4          /* b imm26 */
-#define TLSM_ARCH_NEAR (1ull << 27)
-#define TLSM_ARCH_FAR_LEN 16           /* ldr x16, #8; br x16; .quad */
+#define TLSM_ARCH_PATCH_LEN 4 /* b imm26 */
+#define TLSM_ARCH_NEAR      (1ull << 27)
+#define TLSM_ARCH_FAR_LEN   16 /* ldr x16, #8; br x16; .quad */
 #endif
 /* Copy the instructions at fn that the patch overwrites (at least TLSM_ARCH_PATCH_LEN bytes,
- * starting *skip bytes in: aarch64 keeps a leading BTI where it is) to tramp, relocated to run
- * there, followed by a jump back to the first instruction not copied; tramp lies within
- * TLSM_ARCH_NEAR of fn. Returns the bytes written to tramp (at most cap), *copied the bytes
- * of fn taken; 0 when an instruction cannot be relocated (why says which). Reads only fn's
- * first 32 bytes. */
-size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t *skip,
+ * starting *skip bytes in: a leading BTI or endbr64 may stay where it is) to tramp, relocated
+ * to run there, followed by a jump back to the first instruction not copied; tramp lies within
+ * TLSM_ARCH_NEAR of fn. With one, exactly one instruction is taken (after a landing pad kept
+ * in place), and one shorter than the patch refuses: other threads may be running the
+ * function, and a thread can be stopped between two instructions, never inside one. Returns
+ * the bytes written to tramp (at most cap), *copied the bytes of fn taken; 0 when an
+ * instruction cannot be relocated (why says which). Reads only fn's first 32 bytes. */
+size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, bool one, size_t *skip,
                           size_t *copied, char *why, size_t whycap);
+/* Store the patch's len bytes at `at` as one atomic store of the aligned word that holds them
+ * (the rest of the word rewritten with what it holds); false when they straddle such a word. */
+bool tlsm_arch_store_code(uint8_t *at, const uint8_t *bytes, size_t len);
 /* The patch: a near branch from `from` to `to` (within TLSM_ARCH_NEAR) into buf. */
 void tlsm_arch_near_branch(uintptr_t from, uintptr_t to, uint8_t *buf);
 /* A jump to any address `to` (TLSM_ARCH_FAR_LEN bytes, position-independent) into buf. */

@@ -1,17 +1,24 @@
-/* entry.c: entry patching (entry.h). Per patched function, in one page tlsmeter maps near it
+/* entry.c: entry patching (entry.h). Per patched function, in a page tlsmeter maps near it
  * (within the reach of a near branch): a far jump to the hook, then the trampoline (the moved
  * instructions, relocated, and a jump back). The function's first bytes become a near branch
- * to the far jump. The page is written while still writable, then made read-and-execute; the
- * function's page is made writable only for the store and restored. */
+ * to the far jump. The page is written while still writable, then made read-and-execute (a
+ * refusal refuses the patch); the function's page is made writable only for the store and
+ * given its protection back (a refusal undoes the store). When other threads exist, exactly
+ * one instruction is replaced, by one atomic store, and every core is synchronised. */
 #include "forward/entry.h"
 #include "arch/arch.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/membarrier.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_ENTRIES 32
@@ -23,12 +30,12 @@ struct entry {
 static struct entry entries[MAX_ENTRIES];
 static _Atomic int nentries;
 
-/* Pages near some function: one page serves every function within reach of it. */
+/* The pages mapped near patched functions, one each. */
 struct near_page {
     uint8_t *base;
     size_t used;
 };
-static struct near_page pages[8];
+static struct near_page pages[MAX_ENTRIES];
 static int npages;
 
 static bool near(uintptr_t a, uintptr_t b)
@@ -58,14 +65,11 @@ static uint8_t *map_near(uintptr_t fn)
     return NULL;
 }
 
+/* A fresh page near fn for its far jump and trampoline: a page is written only before its
+ * one trampoline is published (making a live trampoline's page writable again would take
+ * its execute right away from a thread running it). */
 static uint8_t *slot_near(uintptr_t fn)
 {
-    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < npages; i++)
-        if (pages[i].used + SLOT <= ps && near((uintptr_t)pages[i].base, fn)) {
-            mprotect(pages[i].base, ps, PROT_READ | PROT_WRITE);
-            return pages[i].base + pages[i].used;
-        }
     if (npages == (int)(sizeof(pages) / sizeof(pages[0])))
         return NULL;
     uint8_t *p = map_near(fn);
@@ -75,25 +79,119 @@ static uint8_t *slot_near(uintptr_t fn)
     return p;
 }
 
-static struct near_page *page_of(const uint8_t *p)
+/* Other threads than this one? From /proc (no /proc: assume so). At start, threads may
+ * exist already: a DT_NEEDED library's constructor runs before ours and may start one. */
+static bool other_threads(void)
 {
-    for (int i = 0; i < npages; i++)
-        if (p >= pages[i].base && p < pages[i].base + (size_t)sysconf(_SC_PAGESIZE))
-            return &pages[i];
-    return NULL;
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    buf[n] = 0;
+    const char *t = strstr(buf, "\nThreads:");
+    return !t || strtol(t + 9, NULL, 10) != 1;
 }
 
-/* Write len bytes at code address at: its pages writable for the store, then restored. */
-static bool write_code(uintptr_t at, const uint8_t *bytes, size_t len)
+/* Every other thread of the process serialises its instruction stream before it runs on
+ * (membarrier's SYNC_CORE): none keeps executing bytes it fetched before the store. */
+static bool sync_cores(void)
+{
+    static int registered; /* 1 yes, -1 refused */
+    if (!registered)
+        registered =
+            syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0
+                ? 1
+                : -1;
+    return registered > 0 &&
+           syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
+}
+
+/* The protection of the page holding code address at, as the loader set it (its PT_LOAD). */
+struct prot_find {
+    uintptr_t at;
+    int prot;
+};
+
+static int prot_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct prot_find *f = arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && f->at >= lo && f->at < lo + ph->p_memsz) {
+            f->prot = ((ph->p_flags & PF_R) ? PROT_READ : 0) |
+                      ((ph->p_flags & PF_W) ? PROT_WRITE : 0) |
+                      ((ph->p_flags & PF_X) ? PROT_EXEC : 0);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Write the patch at `at`: its page made writable (and kept executable: other code on it
+ * may be running) for the store, then given back the protection it had. With other threads
+ * the store is one atomic word and every core is synchronised after it. When the page cannot
+ * be given its protection back, the original bytes are put back and the patch refused. */
+static bool write_code(uintptr_t at, const uint8_t *bytes, size_t len, bool threads, char *why,
+                       size_t whycap)
 {
     uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), lo = at & ~(ps - 1);
     size_t span = ((at + len + ps - 1) & ~(ps - 1)) - lo;
-    if (mprotect((void *)lo, span, PROT_READ | PROT_WRITE | PROT_EXEC) != 0)
-        return false;
-    memcpy((void *)at, bytes, len);
-    mprotect((void *)lo, span, PROT_READ | PROT_EXEC);
-    __builtin___clear_cache((char *)at, (char *)(at + len));
-    return true;
+    struct prot_find pf = {at, -1};
+    uint8_t old[32];
+    dl_iterate_phdr(prot_cb, &pf);
+    if (pf.prot < 0 || !(pf.prot & PROT_EXEC) || len > sizeof(old))
+        return snprintf(why, whycap, "its code is in no executable segment"), false;
+    if (threads && !sync_cores())
+        return snprintf(why, whycap,
+                        "other threads are running and membarrier cannot synchronise them (%s)",
+                        strerror(errno)),
+               false;
+    if (mprotect((void *)lo, span, pf.prot | PROT_WRITE | PROT_EXEC) != 0)
+        return snprintf(why, whycap, "its code cannot be made writable (%s)", strerror(errno)),
+               false;
+    memcpy(old, (void *)at, len);
+    bool stored = true;
+    if (threads)
+        stored = tlsm_arch_store_code((uint8_t *)at, bytes, len);
+    else
+        memcpy((void *)at, bytes, len);
+    if (stored)
+        __builtin___clear_cache((char *)at, (char *)(at + len));
+    if (stored && threads)
+        sync_cores();
+    if (mprotect((void *)lo, span, pf.prot) == 0) {
+        if (!stored)
+            snprintf(why, whycap, "its first instruction straddles an aligned 16-byte word");
+        return stored;
+    }
+    int err = errno;
+    if (stored) {
+        if (threads)
+            tlsm_arch_store_code((uint8_t *)at, old, len);
+        else
+            memcpy((void *)at, old, len);
+        __builtin___clear_cache((char *)at, (char *)(at + len));
+        if (threads)
+            sync_cores();
+    }
+    bool back = mprotect((void *)lo, span, pf.prot) == 0;
+    snprintf(why, whycap, "its code page cannot be made %s again (%s)%s",
+             (pf.prot & PROT_WRITE) ? "writable" : "read-only", strerror(err),
+             back ? "" : ": left writable");
+    return false;
+}
+
+/* The page slot_near just mapped goes back: nothing was published in it. */
+static void unmap_last(uint8_t *p)
+{
+    munmap(p, (size_t)sysconf(_SC_PAGESIZE));
+    npages--;
 }
 
 bool tlsm_entry_patch(void *fn, void *hook, char *why, size_t whycap)
@@ -102,36 +200,41 @@ bool tlsm_entry_patch(void *fn, void *hook, char *why, size_t whycap)
     size_t ps = (size_t)sysconf(_SC_PAGESIZE), skip = 0, copied = 0;
     if (tlsm_entry_original(fn) || atomic_load(&nentries) >= MAX_ENTRIES)
         return snprintf(why, whycap, "patched already or too many patches"), false;
+    bool threads = other_threads();
     uint8_t *s = slot_near(f);
     if (!s)
         return snprintf(why, whycap, "no free page within reach of it"), false;
-    struct near_page *pg = page_of(s);
     tlsm_arch_far_jump((uintptr_t)hook, s);
     uint8_t *tramp = s + TLSM_ARCH_FAR_LEN;
-    size_t n = tlsm_arch_relocate(fn, tramp, SLOT - TLSM_ARCH_FAR_LEN, &skip, &copied, why, whycap);
-    if (!n) {
-        mprotect(pg->base, ps, PROT_READ | PROT_EXEC);
-        return false;
+    size_t n = tlsm_arch_relocate(fn, tramp, SLOT - TLSM_ARCH_FAR_LEN, threads, &skip, &copied, why,
+                                  whycap);
+    if (!n)
+        return unmap_last(s), false;
+    if (mprotect(s, ps, PROT_READ | PROT_EXEC) != 0) {
+        snprintf(why, whycap, "its trampoline cannot be made executable (%s)", strerror(errno));
+        return unmap_last(s), false;
     }
-    pg->used += SLOT;
-    mprotect(pg->base, ps, PROT_READ | PROT_EXEC);
     __builtin___clear_cache((char *)s, (char *)s + SLOT);
-    /* The patch: a near branch to the far jump, the rest of the moved bytes made traps. */
+    /* The patch: a near branch to the far jump. Without other threads, the rest of the moved
+     * bytes become traps; with them, only the branch's bytes change (one instruction was
+     * moved and no thread can be inside it). */
     uint8_t patch[32];
-    memset(patch, TLSM_ARCH_PATCH_LEN == 5 ? 0xcc : 0, sizeof(patch));
+    memcpy(patch, (const uint8_t *)f + skip, sizeof(patch));
+    if (!threads)
+        memset(patch, TLSM_ARCH_PATCH_LEN == 5 ? 0xcc : 0, sizeof(patch));
     tlsm_arch_near_branch(f + skip, (uintptr_t)s, patch);
     int k = atomic_load(&nentries);
     entries[k] = (struct entry){f, (uintptr_t)tramp};
     /* Published before the store: a call may arrive the moment the branch is in place. */
     atomic_store_explicit(&nentries, k + 1, memory_order_release);
-    if (!write_code(f + skip, patch, copied)) {
+    if (!write_code(f + skip, patch, threads ? TLSM_ARCH_PATCH_LEN : copied, threads, why,
+                    whycap)) {
         entries[k].tramp = 0;
-        return snprintf(why, whycap, "its code cannot be made writable (%s)", strerror(errno)),
-               false;
+        return false;
     }
-    /* With a BTI kept in place, the trampoline goes past it too (fn+skip is what it moved):
-     * an indirect call lands on the BTI, falls into the branch; callers of the original via
-     * tlsm_entry_original start at the BTI, which is harmless. */
+    /* With a BTI or endbr64 kept in place, the trampoline goes past it too (fn+skip is what it
+     * moved): an indirect call lands on it, falls into the branch; callers of the original via
+     * tlsm_entry_original start at the landing pad, which is harmless. */
     return true;
 }
 

@@ -5,7 +5,8 @@
  * stay a blind spot, their records come through the provider tables). Each entry jumps to the
  * hook of the same name (hooks/hook_ssl.c), which forwards to the trampoline
  * (forward/entry.c, via resolve.c), so reads, connections and their records work as for an
- * interposed libssl. From the constructor, before the program's threads. */
+ * interposed libssl. From the constructor; threads a library constructor started may exist
+ * already (forward/entry.c then replaces one instruction atomically, or refuses). */
 #include "forward/entry.h"
 #include "forward/got.h"
 #include "forward/obj.h"
@@ -34,6 +35,7 @@ static void reach_copy(const struct tlsm_table_copy *c)
     void *h = tlsm_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
     char why[160], refused[512] = "";
     int done = 0, n = 0;
+    bool reads = false; /* SSL_read or SSL_read_ex patched */
     struct tlsm_obj *o = NULL;
     for (int id = 0; id < TLSM_FN_COUNT; id++) {
         if (tlsm_hooks[id].family != 'S')
@@ -45,6 +47,7 @@ static void reach_copy(const struct tlsm_table_copy *c)
             o = tlsm_obj_of(fn);
         if (tlsm_entry_patch(fn, hook, why, sizeof(why))) {
             done++;
+            reads |= id == TLSM_FN_SSL_read || id == TLSM_FN_SSL_read_ex;
         } else if (n < (int)sizeof(refused) - 80) {
             n += snprintf(refused + n, sizeof(refused) - (size_t)n, "%s%s (%s)", n ? ", " : "",
                           tlsm_hooks[id].name, why);
@@ -54,7 +57,7 @@ static void reach_copy(const struct tlsm_table_copy *c)
         tlsm_real_dlclose(h);
     if (done && o)
         atomic_fetch_or(&o->reach, TLSM_REACH_ENTRY);
-    if (!done) /* its SSL_read cannot be reached: its socket reads through its PLT */
+    if (!reads) /* its SSL_read cannot be reached: its socket reads through its PLT */
         tlsm_sock_reach(c);
     if (refused[0])
         tlsm_warn("%s: entry points left alone, their calls are not traced: %s",

@@ -10,18 +10,19 @@
 
 static bool pc_relative(uint32_t w)
 {
-    return (w & 0x1f000000) == 0x10000000    /* adr, adrp */
-           || (w & 0x7c000000) == 0x14000000 /* b, bl */
-           || (w & 0xff000010) == 0x54000000 /* b.cond */
-           || (w & 0x7e000000) == 0x34000000 /* cbz, cbnz */
-           || (w & 0x7e000000) == 0x36000000 /* tbz, tbnz */
+    return (w & 0x1f000000) == 0x10000000     /* adr, adrp */
+           || (w & 0x7c000000) == 0x14000000  /* b, bl */
+           || (w & 0xff000010) == 0x54000000  /* b.cond */
+           || (w & 0x7e000000) == 0x34000000  /* cbz, cbnz */
+           || (w & 0x7e000000) == 0x36000000  /* tbz, tbnz */
            || (w & 0x3b000000) == 0x18000000; /* ldr (literal), ldrsw, prfm */
 }
 
-size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t *skip,
+size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, bool one, size_t *skip,
                           size_t *copied, char *why, size_t whycap)
 {
     uint32_t w;
+    (void)one; /* always one instruction here */
     memcpy(&w, fn, 4);
     *skip = 0;
     if ((w & 0xffffff3f) == 0xd503241f) { /* bti {c, j, jc} */
@@ -38,6 +39,18 @@ size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t 
     tlsm_arch_near_branch((uintptr_t)tramp + 4, (uintptr_t)fn + *skip + 4, tramp + 4);
     *copied = 4;
     return 8;
+}
+
+/* An aligned 32-bit store is single-copy atomic for instruction fetch too (the branch and
+ * the instruction it replaces are each one word). */
+bool tlsm_arch_store_code(uint8_t *at, const uint8_t *bytes, size_t len)
+{
+    uint32_t w;
+    if (len != 4 || ((uintptr_t)at & 3))
+        return false;
+    memcpy(&w, bytes, 4);
+    __atomic_store_n((uint32_t *)at, w, __ATOMIC_RELEASE);
+    return true;
 }
 
 void tlsm_arch_near_branch(uintptr_t from, uintptr_t to, uint8_t *buf)

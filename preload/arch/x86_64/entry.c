@@ -1,6 +1,7 @@
 /* entry.c (x86_64): relocate a function's first instructions for entry patching (issue 15,
  * forward/entry.c). A small decoder, not a disassembler library: it knows the lengths of the
- * instructions compilers put at function entry (endbr64, push/pop, mov/lea/test/cmp/ALU forms
+ * instructions compilers put at function entry (endbr64, push/pop, the fs-relative stack
+ * protector load, mov/lea/test/cmp/ALU forms
  * with a ModRM operand, mov imm, sub/add $imm to a register, short and near conditional
  * branches, call rel32) and refuses everything else, so a prologue it does not know is a
  * blind spot, never a guess. What needs relocating: RIP-relative operands (disp32 adjusted),
@@ -15,13 +16,40 @@
 static int modrm_imm(uint8_t op, uint8_t modrm)
 {
     switch (op) {
-    case 0x01: case 0x03: case 0x09: case 0x0b: case 0x11: case 0x13: case 0x19: case 0x1b:
-    case 0x21: case 0x23: case 0x29: case 0x2b: case 0x31: case 0x33: case 0x39: case 0x3b:
-    case 0x63: case 0x84: case 0x85: case 0x88: case 0x89: case 0x8a: case 0x8b: case 0x8d:
+    case 0x01:
+    case 0x03:
+    case 0x09:
+    case 0x0b:
+    case 0x11:
+    case 0x13:
+    case 0x19:
+    case 0x1b:
+    case 0x21:
+    case 0x23:
+    case 0x29:
+    case 0x2b:
+    case 0x31:
+    case 0x33:
+    case 0x39:
+    case 0x3b:
+    case 0x63:
+    case 0x84:
+    case 0x85:
+    case 0x88:
+    case 0x89:
+    case 0x8a:
+    case 0x8b:
+    case 0x8d:
         return 0;
-    case 0x80: case 0x83: case 0xc6: case 0x6b: case 0xc1:
+    case 0x80:
+    case 0x83:
+    case 0xc6:
+    case 0x6b:
+    case 0xc1:
         return 1;
-    case 0x81: case 0xc7: case 0x69:
+    case 0x81:
+    case 0xc7:
+    case 0x69:
         return 4;
     case 0xf7: /* group 3: test has imm32, not/neg/mul/div none */
         return ((modrm >> 3) & 7) <= 1 ? 4 : 0;
@@ -34,8 +62,8 @@ static int modrm_imm(uint8_t op, uint8_t modrm)
 
 struct insn {
     size_t len;
-    int rip_disp;   /* offset of a RIP-relative disp32, -1 none */
-    int rel;        /* 1: jcc rel8, 4: jcc/call rel32 (2-byte opcode for jcc), 0 none */
+    int rip_disp; /* offset of a RIP-relative disp32, -1 none */
+    int rel;      /* 1: jcc rel8, 4: jcc/call rel32 (2-byte opcode for jcc), 0 none */
     intptr_t target;
 };
 
@@ -48,14 +76,20 @@ static bool decode(const uint8_t *p, struct insn *in, char *why, size_t cap)
     if (p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
         return in->len = 4, true; /* endbr64 */
     bool rexw = false;
-    if ((p[0] & 0xf0) == 0x40) {
-        rexw = (p[0] & 8) != 0;
+    /* An fs/gs segment override: the stack-protector load mov %fs:0x28,%rax (64 48 8b 04 25
+     * 28 00 00 00) opens most functions built with -fstack-protector; its address is absolute
+     * (SIB, no base, no index), so the instruction runs the same anywhere. */
+    if (p[0] == 0x64 || p[0] == 0x65)
+        i++;
+    if ((p[i] & 0xf0) == 0x40) {
+        rexw = (p[i] & 8) != 0;
         i++;
     }
     uint8_t op = p[i++];
-    if ((op >= 0x50 && op <= 0x5f) || op == 0x90)
+    bool seg = p[0] == 0x64 || p[0] == 0x65; /* then only ModRM forms (below) are taken */
+    if (!seg && ((op >= 0x50 && op <= 0x5f) || op == 0x90))
         return in->len = i, true;
-    if (op >= 0xb8 && op <= 0xbf)
+    if (!seg && op >= 0xb8 && op <= 0xbf)
         return in->len = i + (rexw ? 8 : 4), true;
     if (op >= 0x70 && op <= 0x7f && i == 1) {
         in->len = 2, in->rel = 1;
@@ -102,15 +136,23 @@ static bool fits32(intptr_t v)
     return v >= INT32_MIN && v <= INT32_MAX;
 }
 
-size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t *skip,
+size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, bool one, size_t *skip,
                           size_t *copied, char *why, size_t whycap)
 {
     size_t in = 0, out = 0;
     *skip = 0;
-    while (in < TLSM_ARCH_PATCH_LEN) {
+    if (one && fn[0] == 0xf3 && fn[1] == 0x0f && fn[2] == 0x1e && fn[3] == 0xfa)
+        in = *skip = 4; /* endbr64 stays: an indirect call must land on it */
+    while (in - *skip < TLSM_ARCH_PATCH_LEN) {
         struct insn d;
         if (!decode(fn + in, &d, why, whycap))
             return 0;
+        if (one && in > *skip)
+            return snprintf(why, whycap,
+                            "its first instruction is %zu bytes, shorter than the 5-byte jump, "
+                            "and other threads are running",
+                            in - *skip),
+                   0;
         if (out + d.len + 6 + 5 > cap)
             return snprintf(why, whycap, "prologue too long"), 0;
         uint8_t *o = tramp + out;
@@ -148,8 +190,33 @@ size_t tlsm_arch_relocate(const uint8_t *fn, uint8_t *tramp, size_t cap, size_t 
     }
     /* Back to the first instruction not copied. */
     tlsm_arch_near_branch((uintptr_t)(tramp + out), (uintptr_t)(fn + in), tramp + out);
-    *copied = in;
+    *copied = in - *skip;
     return out + TLSM_ARCH_PATCH_LEN;
+}
+
+/* Aligned 8-byte stores are atomic, and instruction fetch reads whole cache lines: another
+ * core sees the old or the new bytes, never a mix. 16-byte windows need lock cmpxchg16b. */
+bool tlsm_arch_store_code(uint8_t *at, const uint8_t *bytes, size_t len)
+{
+    uintptr_t a = (uintptr_t)at;
+    if ((a & 7) + len <= 8) {
+        uint64_t *w = (uint64_t *)(a & ~(uintptr_t)7), v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+        memcpy((uint8_t *)&v + (a & 7), bytes, len);
+        __atomic_store_n(w, v, __ATOMIC_RELEASE);
+        return true;
+    }
+    if ((a & 15) + len > 16)
+        return false;
+    uint64_t *w = (uint64_t *)(a & ~(uintptr_t)15), old[2], nw[2];
+    memcpy(old, w, 16);
+    memcpy(nw, old, 16);
+    memcpy((uint8_t *)nw + (a & 15), bytes, len);
+    bool ok;
+    __asm__ volatile("lock cmpxchg16b %1\n\tsete %0"
+                     : "=q"(ok), "+m"(*(volatile uint64_t(*)[2])w), "+a"(old[0]), "+d"(old[1])
+                     : "b"(nw[0]), "c"(nw[1])
+                     : "memory", "cc");
+    return ok;
 }
 
 void tlsm_arch_near_branch(uintptr_t from, uintptr_t to, uint8_t *buf)
