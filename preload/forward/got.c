@@ -176,8 +176,8 @@ static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
         l->truncated = true;
         return 1;
     }
-    l->v[l->n++] = (struct listed){info->dlpi_addr, info->dlpi_phdr, info->dlpi_phdr,
-                                   info->dlpi_phnum};
+    l->v[l->n++] =
+        (struct listed){info->dlpi_addr, info->dlpi_phdr, info->dlpi_phdr, info->dlpi_phnum};
     return 0;
 }
 
@@ -383,9 +383,8 @@ static void patch_object(void *root, const struct listed *obj)
     if (!s.nslots)
         return;
     for (int id = 0; id < TLSM_FN_COUNT; id++) {
-        struct tlsm_obj *t = (s.ids & (1ull << id)) && id != TLSM_FN_dlclose
-                                 ? tlsm_obj_of(s.target[id])
-                                 : NULL;
+        struct tlsm_obj *t =
+            (s.ids & (1ull << id)) && id != TLSM_FN_dlclose ? tlsm_obj_of(s.target[id]) : NULL;
         s.to[id] = t;
         if (t) {
             s.tgt[id].start = t->start;

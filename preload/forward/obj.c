@@ -33,7 +33,8 @@ static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;
 
 /* Entry i (< nobjs), through its chunk. */
-#define objs(i) (atomic_load_explicit(&chunks[(i) / CHUNK_OBJS], memory_order_acquire)[(i) % CHUNK_OBJS])
+#define objs(i)                                                                                    \
+    (atomic_load_explicit(&chunks[(i) / CHUNK_OBJS], memory_order_acquire)[(i) % CHUNK_OBJS])
 
 static const char *const hook_names[TLSM_FN_COUNT] = {
 #define X(name, fam, req) #name,

@@ -187,10 +187,10 @@ static int pool_used = POOL_ENTRIES, npools;
 static struct tlsm_fwd_entry *new_entry(void)
 {
     if (pool_used == POOL_ENTRIES) {
-        void *p = npools < MAX_POOLS ? mmap(NULL, sizeof(*pool) * POOL_ENTRIES,
-                                            PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                                            -1, 0)
-                                     : MAP_FAILED;
+        void *p = npools < MAX_POOLS
+                      ? mmap(NULL, sizeof(*pool) * POOL_ENTRIES, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                      : MAP_FAILED;
         if (p == MAP_FAILED)
             return NULL;
         pool = p;
