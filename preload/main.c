@@ -30,7 +30,8 @@
 static void locks(bool take)
 {
     if (take) {
-        tlsm_got_atfork(true); /* first: held across a dlopen, whose constructors take the rest */
+        tlsm_got_atfork(
+            true); /* first: held around the GOT stores only, never across a loader call */
         tlsm_backend_atfork(true);
         tlsm_stack_atfork(true);
         tlsm_trace_atfork_prepare(); /* open lock, then its buffers */
