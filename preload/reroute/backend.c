@@ -30,9 +30,9 @@ static const char *const cipher_names[] = {"AES-128-GCM", "AES-256-GCM", "ChaCha
 static const char *const cipher_names111[] = {"aes-128-gcm", "aes-256-gcm", "chacha20-poly1305",
                                               "aes-192-gcm", "aes-128-ccm", "aes-256-ccm"};
 
-static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tlsm_backend backends[3];
-static int load_state[3]; /* 0 not tried, 1 loaded, -1 failed */
+static int load_state[3]; /* 0 not tried, 2 loading, 1 loaded, -1 failed */
+static pid_t load_pid[3]; /* the process that set 2: a forked child may inherit it */
 static char last_error[512];
 static bool copy_symbolic; /* the last copy binds to itself (DF_SYMBOLIC): no DEEPBIND needed */
 
@@ -281,7 +281,7 @@ static void lib_line_once(struct tlsm_backend *b, unsigned gen)
 void tlsm_backend_replay_libs(unsigned gen)
 {
     for (int m = TLSM_MODE_HW; m <= TLSM_MODE_SOFT; m++)
-        if (__atomic_load_n(&load_state[m], __ATOMIC_ACQUIRE) > 0)
+        if (__atomic_load_n(&load_state[m], __ATOMIC_ACQUIRE) == 1)
             lib_line_once(&backends[m], gen);
 }
 
@@ -352,24 +352,32 @@ EVP_CIPHER *tlsm_backend_cipher(struct tlsm_backend *b, int idx)
     return c;
 }
 
-/* Once per mode; the lock orders it before the trace's open lock (main.c). */
+/* Once per mode. No lock is held while loading: the load dlopens the copy, i.e. takes the
+ * loader lock, and a library constructor holding the loader lock may decrypt a record here.
+ * The thread that wins the state loads; a thread that finds it loading does not wait: its
+ * record is decrypted natively (and counted so). A forked child that inherited "loading"
+ * from a parent thread that does not exist there loads again. */
 static struct tlsm_backend *get(enum tlsm_crypto_mode mode, const char *app_crypto)
 {
     int st = __atomic_load_n(&load_state[mode], __ATOMIC_ACQUIRE);
-    if (st)
-        return st > 0 ? &backends[mode] : NULL;
-    pthread_mutex_lock(&load_lock);
-    if (!load_state[mode]) {
-        tlsm_th.guard++;
-        int ok = load(&backends[mode], mode, app_crypto) == 0;
-        tlsm_th.guard--;
-        if (!ok)
-            tlsm_warn("reroute to %s off: %s; records are decrypted natively", tlsm_mode_name(mode),
-                      last_error);
-        __atomic_store_n(&load_state[mode], ok ? 1 : -1, __ATOMIC_RELEASE);
-    }
-    pthread_mutex_unlock(&load_lock);
-    return load_state[mode] > 0 ? &backends[mode] : NULL;
+    if (st == 2 && __atomic_load_n(&load_pid[mode], __ATOMIC_ACQUIRE) != getpid() &&
+        __atomic_compare_exchange_n(&load_state[mode], &st, 0, false, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
+        st = 0;
+    if (st == 1)
+        return &backends[mode];
+    if (st != 0 || !__atomic_compare_exchange_n(&load_state[mode], &st, 2, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE))
+        return NULL;
+    __atomic_store_n(&load_pid[mode], getpid(), __ATOMIC_RELEASE);
+    tlsm_th.guard++;
+    int ok = load(&backends[mode], mode, app_crypto) == 0;
+    tlsm_th.guard--;
+    if (!ok)
+        tlsm_warn("reroute to %s off: %s; records are decrypted natively", tlsm_mode_name(mode),
+                  last_error);
+    __atomic_store_n(&load_state[mode], ok ? 1 : -1, __ATOMIC_RELEASE);
+    return ok ? &backends[mode] : NULL;
 }
 
 struct tlsm_backend *tlsm_backend_get(enum tlsm_crypto_mode mode, const char *app_crypto)
@@ -440,12 +448,8 @@ void tlsm_backend_early(void)
     tlsm_th.guard--;
 }
 
-/* fork(): held across it so the child never inherits this lock taken by a thread that
- * does not exist there (main.c takes every lock in one fixed order). */
+/* fork(): nothing to hold: loading takes no lock (see get). */
 void tlsm_backend_atfork(bool take)
 {
-    if (take)
-        pthread_mutex_lock(&load_lock);
-    else
-        pthread_mutex_unlock(&load_lock);
+    (void)take;
 }
