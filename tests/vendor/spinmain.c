@@ -1,9 +1,9 @@
 /* spinmain.c: the program for libspin.so (spinlib.c), its DT_NEEDED dependency: threads
- * of libspin's constructor have been calling the -Bsymbolic copy's SSL_free since before
- * main. main lets them make SPIN_MORE further calls (after any entry patch made at start, so
- * they go through whatever the patch left), stops them and exits 0. Threads that do not
- * advance within 20 s (a hang, never expected) are reported and the exit code is 1. The
- * output is the same on every run. */
+ * of libspin's constructor have been calling an SSL_* function of the -Bsymbolic copy since
+ * before main. main lets them make SPIN_MORE further calls (after any entry patch made at
+ * start, so they go through whatever the patch left), stops them and exits 0. Threads that
+ * do not advance within 20 s (a hang, never expected) are reported and the exit code is 1.
+ * The output is the same on every run. */
 #include <sched.h>
 #include <stdio.h>
 #include <time.h>
@@ -21,12 +21,12 @@ int main(void)
     while (spin_count() < want) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (t.tv_sec - t0.tv_sec > 20) {
-            printf("spinmain: the constructor's threads stopped calling SSL_free\n");
+            printf("spinmain: the constructor's threads stopped calling the copy\n");
             return 1;
         }
         sched_yield();
     }
     spin_stop();
-    printf("spinmain: the constructor's threads called SSL_free before and after main\n");
+    printf("spinmain: the constructor's threads called the copy before and after main\n");
     return 0;
 }
