@@ -76,6 +76,7 @@ struct summary {
     struct hs_summary hs; /* handshake parts (handshake.h) */
     struct verdict v[MAX_VERDICTS];
     int nv;
+    uint64_t unsealed; /* sending side: bytes written in no record seen (verdicts_blind_out) */
 };
 
 void summary__build(struct summary *s, const struct model *m);
@@ -101,6 +102,11 @@ void verdicts__build(struct summary *s);
 /* The groups of verdicts, one file each. */
 void verdicts_io(struct summary *s);
 void verdicts_blind(struct summary *s);
+/* The sending side's: bytes written that no sealed record accounts for (verdict_blind.c). */
+void verdicts_blind_out(struct summary *s);
+/* Unsealed bytes below this (one record's plaintext) are not called blind: a trace cut in
+ * the middle of a write. */
+#define UNSEALED_MIN 16384
 void verdicts_hs(struct summary *s);
 void verdicts_reach(struct summary *s); /* reach.c */
 

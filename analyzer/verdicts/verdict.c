@@ -194,7 +194,9 @@ static void hardware_aes(struct summary *s, const struct row *w)
     v = summary__verdict(
         s, V_HARDWARE_AES, "info", "%s %s uses hardware AES (%s): %s, %s %s%s",
         model__name(s->m, w->cipher), noun(s), w->detail, cost, fmt_pct(&a, sh), of,
-        sh < 0.05 ? ": crypto is not the bottleneck; look at reads and records" : "");
+        sh < 0.05 && !s->unsealed ? ": crypto is not the bottleneck; look at reads and records"
+        : s->unsealed             ? " of the records seen (not all of them: no-records)"
+                                  : "");
     gain_evidence(v, w);
     verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
 }
@@ -244,6 +246,8 @@ static void crypto_verdicts(struct summary *s)
 
 void verdicts__build(struct summary *s)
 {
+    if (s->out) /* first: bytes sent in no record seen, before any verdict on the records */
+        verdicts_blind_out(s);
     crypto_verdicts(s);
     if (s->out) {          /* the read-side and blind-spot verdicts are the decrypting summary's */
         verdicts_reach(s); /* but records sealed outside any traced write are this side's */

@@ -1,6 +1,6 @@
 /* verdict_blind.c: what the trace could not see, so nobody trusts a number it does not
  * support: cut-short traces, drops, hooks that never fired, emulation, disagreements, reads
- * that bypassed the hooks (RTLD_DEEPBIND), other TLS libraries. */
+ * that bypassed the hooks (RTLD_DEEPBIND), other TLS libraries, bytes sent in no record seen. */
 #include "verdicts/summary.h"
 
 #include "base/fmt.h"
@@ -431,4 +431,42 @@ void verdicts_blind(struct summary *s)
         per_trace(s, &s->m->traces[i]);
     mismatches(s);
     invisible_crypto(s);
+}
+
+/* The sending side's twin of no-records: bytes SSL_write* returned that no sealed record
+ * tlsmeter saw accounts for (at least written - plaintext of every record sealed, handshake
+ * ones included). None sealed: the sending crypto is invisible; some: the figures above
+ * cover only what was seen. Sets s->unsealed for the verdicts that follow. */
+void verdicts_blind_out(struct summary *s)
+{
+    const struct stats *st = &s->m->st;
+    int copies = model__blind_count(s->m, "tls");
+    struct fmtbuf a, b;
+    struct verdict *v;
+
+    s->unsealed = st->got > st->rec_pt ? st->got - st->rec_pt : 0;
+    if (st->got && !st->recs_app) {
+        v = summary__verdict(
+            s, V_NO_RECORDS, "blind",
+            "writes sent %s but no record encryption was seen: %s; the crypto cost of sending "
+            "is invisible here, so no verdict is given on it",
+            fmt_bytes(&a, st->got),
+            copies ? "the copy tlsmeter cannot see sealed them (blind-copy)"
+                   : "kernel TLS sending, a cipher tlsmeter does not follow (CBC, CCM), or an "
+                     "OpenSSL copy whose encryption the hooks do not reach (statically linked, "
+                     "-Bsymbolic, hidden symbols)");
+    } else if (s->unsealed > UNSEALED_MIN && s->unsealed * 100 > st->got) {
+        v = summary__verdict(s, V_NO_RECORDS, "blind",
+                             "%s of the %s sent through SSL_write are in no record tlsmeter saw "
+                             "sealed: the record, byte and crypto figures of the sending side "
+                             "cover only the %llu records seen",
+                             fmt_bytes(&a, s->unsealed), fmt_bytes(&b, st->got),
+                             (unsigned long long)st->recs);
+    } else {
+        s->unsealed = 0; /* within what a cut-short last write may leave */
+        return;
+    }
+    verdict__evidence(v, "written_bytes", (double)st->got);
+    verdict__evidence(v, "sealed_pt_bytes", (double)st->rec_pt);
+    verdict__evidence(v, "unsealed_bytes", (double)s->unsealed);
 }

@@ -135,12 +135,12 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
         tlsm_rec_forget(ctx);
         return;
     }
-    tlsm_rec_track_as(ctx, name, dir_of(enc), target, key, iv, has_params);
+    tlsm_rec_track_as(ctx, name, dir_of(enc), target, key, iv, has_params, false);
 }
 
 void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
                        struct tlsm_obj *target, const unsigned char *key, const unsigned char *iv,
-                       bool has_params)
+                       bool has_params, bool native_only)
 {
     struct tlsm_rec_state *st = tlsm_table_put(&ctxs, ctx);
     if (!st)
@@ -152,10 +152,13 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
     /* TLS 1.2 explicit nonce: 8 bytes for AES-GCM and AES-CCM, none for ChaCha20-Poly1305. */
     tlsm_rsm_key(&tlsm_rec_sink, &st->rsm, name, dir, strncmp(name, "AES", 3) ? 0 : 8);
     st->lib = target;
-    /* Used for sealing contexts only (reroute.c), which are always EVP_CIPHER_CTXs: the
-     * provider-table path (hooks/hook_table.c) tracks decryption only. */
+    /* Used for rerouted sealing contexts only (reroute.c), which are always EVP_CIPHER_CTXs:
+     * the provider-table path (hooks/hook_table.c) tracks its sealing contexts native_only. */
     st->ctx = (EVP_CIPHER_CTX *)(uintptr_t)ctx;
     st->conn = tlsm_th.conn;
+    st->native_only = native_only;
+    if (native_only)
+        return;
     if (tlsm_rec_obs.keyed)
         tlsm_rec_obs.keyed(st, key, iv, has_params);
 }

@@ -40,6 +40,7 @@ struct tlsm_rec_state {
     int voutl;
     bool have_tag;
     bool nonce_pinned; /* the native nonce counter could not follow: stay on the shadow */
+    bool native_only;  /* never rerouted (no shadow): a provider-table sealing context */
     unsigned char tag[16];
     /* A TLS 1.3 nonce held back from an OpenSSL 3 AES-GCM shadow (reroute.c nonce_later), to
      * go with the record's tag in one parameter call: nonce_ctrl the shadow takes nonces by
@@ -187,12 +188,12 @@ static inline void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *ci
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
 /* Start tracking ctx (any pointer that names one record context: an EVP_CIPHER_CTX, or a
- * provider's cipher context reached through its dispatch table, hooks/hook_table.c, which
- * tracks decryption only) as a record source of direction dir and cipher name (a static
- * string) in instance target. */
+ * provider's cipher context reached through its dispatch table, hooks/hook_table.c) as a
+ * record source of direction dir and cipher name (a static string) in instance target.
+ * native_only: measured only, the reroute never gets it (no shadow, no fallback counted). */
 void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
                        struct tlsm_obj *target, const unsigned char *key, const unsigned char *iv,
-                       bool has_params);
+                       bool has_params, bool native_only);
 uint64_t tlsm_rec_untracked(void);
 
 #endif

@@ -1,12 +1,13 @@
 /* hook_table.c: issue 15, technique 2. The wrappers tlsmeter puts into the provider dispatch
  * tables of an OpenSSL 3 copy the hooks cannot interpose (forward/tables.c finds them): the
- * provider's decrypt_init, update, final, cipher, set_ctx_params, encrypt_init and freectx,
+ * provider's decrypt_init, encrypt_init, update, final, cipher, set_ctx_params and freectx,
  * called by the copy's own EVP code with the provider's cipher context. That context pointer
- * names the decrypt context as EVP_CIPHER_CTX does for the EVP hooks, so the same record
- * adapter (core/record.h) and reroute observer see the same sequence: key, per-record nonce,
+ * names the record context as EVP_CIPHER_CTX does for the EVP hooks, so the same record
+ * adapter (core/record.h) sees the same sequence in both directions: key, per-record nonce,
  * tag, AAD update, payload update, final (TLS 1.3); key, fixed IV and AAD (set_ctx_params
- * "tlsivfixed", "tlsaad"), one update or cipher (TLS 1.2). Each wrapper set serves one table
- * of one copy; they are installed before the program's first fetch (from the constructor). */
+ * "tlsivfixed", "tlsaad"), one update or cipher (TLS 1.2). The reroute observer follows the
+ * decrypting contexts only. Each wrapper set serves one table of one copy; they are installed
+ * before the program's first fetch (from the constructor). */
 #include "base/clock.h"
 #include "core/impl.h"
 #include "core/record.h"
@@ -70,35 +71,61 @@ static void note_impl(struct tslot *s, const char *vctx)
         tlsm_impl_note_gcm(s->t.lib, vctx + GCM_CTX_OFF, ctr);
 }
 
-static int tbl_dinit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
-                     const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+/* Once per process under TLSMETER_CRYPTO=hw|soft: this copy's sealed records are measured on
+ * its own code, not rerouted (tbl_init says why); the trace's warn event tells the report. */
+static void native_seal_notice(const struct tslot *s)
 {
-    init_fn fn = ORIG(s, init_fn, OSSL_FUNC_CIPHER_DECRYPT_INIT);
+    static atomic_bool said;
+    if (tlsm_cfg.crypto == TLSM_MODE_NATIVE || atomic_exchange(&said, true))
+        return;
+    tlsm_warn("TLSMETER_CRYPTO=%s: %s seals its records through its provider tables, which are "
+              "measured on its own code (path native), not rerouted; its decryption is rerouted",
+              tlsm_mode_name(tlsm_cfg.crypto),
+              s->copy.lm->l_name && s->copy.lm->l_name[0] ? s->copy.lm->l_name : "the program");
+}
+
+/* decrypt_init and encrypt_init: a key makes the context a record source of that direction;
+ * an IV alone is a TLS 1.3 record's nonce (enc as EVP passes it: 0 decrypt, 1 encrypt). */
+static int tbl_init(struct tslot *s, int id, enum tlsm_dir dir, void *v, const unsigned char *key,
+                    size_t kl, const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+{
+    init_fn fn = ORIG(s, init_fn, id);
     if (untraced())
         return fn(v, key, kl, iv, ivl, p);
+    int enc = dir == TLSM_DIR_OUT;
     uint64_t t = tlsm_now();
     if (!key)
-        tlsm_rec_on_init(v, NULL, NULL, iv, 0, NULL, s->t.lib, t);
+        tlsm_rec_on_init(v, NULL, NULL, iv, enc, NULL, s->t.lib, t);
     tlsm_th.evp_depth++;
     int ret = fn(v, key, kl, iv, ivl, p);
     tlsm_th.evp_depth--;
     int saved = errno;
     if (key && ret > 0 && s->t.lib) {
         tlsm_obj_describe_reached(s->t.lib, TLSM_REACH_TABLE, s->copy.version);
-        tlsm_rec_track_as(v, s->t.cipher, TLSM_DIR_IN, s->t.lib, key, iv, p && p[0].key);
+        if (dir == TLSM_DIR_OUT)
+            native_seal_notice(s);
+        /* Sealing stays on the copy's own code: the reroute would have to answer libssl's
+         * tag query (get_ctx_params, not rewritten) and keep the copy's TLS 1.2 nonce
+         * counter in step through an EVP_CIPHER_CTX this context is not. */
+        tlsm_rec_track_as(v, s->t.cipher, dir, s->t.lib, key, iv, p && p[0].key,
+                          dir == TLSM_DIR_OUT);
     } else if (!key) {
-        tlsm_rec_after_init(v, NULL, NULL, iv, 0, p, NULL, s->t.lib, ret);
+        tlsm_rec_after_init(v, NULL, NULL, iv, enc, p, NULL, s->t.lib, ret);
     }
     errno = saved;
     return ret;
 }
 
+static int tbl_dinit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
+                     const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+{
+    return tbl_init(s, OSSL_FUNC_CIPHER_DECRYPT_INIT, TLSM_DIR_IN, v, key, kl, iv, ivl, p);
+}
+
 static int tbl_einit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
                      const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
 {
-    if (tlsm_tracing(&tlsm_th)) /* turned to encryption: no longer a record source */
-        tlsm_rec_forget(v);
-    return ORIG(s, init_fn, OSSL_FUNC_CIPHER_ENCRYPT_INIT)(v, key, kl, iv, ivl, p);
+    return tbl_init(s, OSSL_FUNC_CIPHER_ENCRYPT_INIT, TLSM_DIR_OUT, v, key, kl, iv, ivl, p);
 }
 
 /* For TLSMETER_VERIFY on a rerouted record: the native provider call, shaped like EVP's. */
@@ -149,6 +176,7 @@ static int tbl_update(struct tslot *s, void *v, unsigned char *out, size_t *outl
     struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
     if (!st || inl > 0x7fffffff)
         return fn(v, out, outl, outsize, in, inl);
+    tlsm_rec_before_update(st, out, in, (int)inl); /* sealed in place: read it now */
     DATA_CALL_BEGIN(st);
     int ret, ol = 0;
     if (st->rsm.in_rec && st->routed) {

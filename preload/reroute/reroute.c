@@ -284,7 +284,7 @@ void tlsm_reroute_begin(struct tlsm_rec_state *st)
     st->verify = false;
     st->data_sent = false;
     st->verdict = 0;
-    if (tlsm_cfg.crypto == TLSM_MODE_NATIVE)
+    if (tlsm_cfg.crypto == TLSM_MODE_NATIVE || st->native_only) /* never had a shadow */
         return;
     st->tag_owed = false;
     st->have_tag = false;
