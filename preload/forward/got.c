@@ -225,7 +225,7 @@ static void sweep(const struct listing *l)
 
 void tlsm_got_after_dlclose(void)
 {
-    struct listing l;
+    struct listing l = {0};
     if (atomic_load_explicit(&ngobjs, memory_order_acquire) && list_objects(&l))
         sweep(&l);
     listing_free(&l);
@@ -460,7 +460,7 @@ static int loaded_by(void *h, const struct listing *before, const struct listing
  * across the real dlopen: its constructors may dlopen again, from this thread or others. */
 void *tlsm_got_dlopen(const char *file, int mode)
 {
-    struct listing before, after;
+    struct listing before = {0}, after = {0};
     bool ok = list_objects(&before);
     if (ok)
         sweep(&before);
