@@ -27,7 +27,8 @@
  * No loader call ever happens under this lock (dlsym and dlopen take the loader lock, and a
  * constructor running under the loader lock may call a hook; on glibc < 2.35 even
  * _dl_find_object takes it). */
-static struct tlsm_obj *_Atomic chunks[MAX_CHUNKS];
+static struct tlsm_obj first_chunk[CHUNK_OBJS]; /* in .bss: most programs need no more */
+static struct tlsm_obj *_Atomic chunks[MAX_CHUNKS] = {first_chunk};
 static _Atomic int nobjs;
 static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;

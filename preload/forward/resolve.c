@@ -181,8 +181,9 @@ static void *lookup_anywhere(const char *name)
  * gone, calls still resolve, uncached. */
 #define POOL_ENTRIES 4096
 #define MAX_POOLS    64
-static struct tlsm_fwd_entry *pool;
-static int pool_used = POOL_ENTRIES, npools;
+static struct tlsm_fwd_entry first_pool[POOL_ENTRIES]; /* in .bss: most programs need no more */
+static struct tlsm_fwd_entry *pool = first_pool;
+static int pool_used, npools = 1;
 
 static struct tlsm_fwd_entry *new_entry(void)
 {
