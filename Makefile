@@ -110,7 +110,7 @@ deps:
 # The quick-start targets (check, demo, bench) install what is missing before the first
 # compile, also under -j: every object waits for `deps` when one of them is a goal.
 ifneq ($(filter check demo bench deps,$(MAKECMDGOALS)),)
-$(PRELOAD_OBJS) $(ANALYZER_OBJS) $(TESTPROGS): | deps
+$(PRELOAD_OBJS) $(ANALYZER_OBJS) $(TESTPROGS) $(DLSAFE_PLUGINS): | deps
 endif
 
 $(O)/preload/%.o: preload/%.c $(O)/preload/%.d
@@ -141,7 +141,17 @@ $(O)/tests/%: tests/progs/%.c $(O)/tests/%.d
 	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Ipreload $(OPENSSL_CFLAGS) $(CPPFLAGS) $(CFLAGS) -o $@ $< \
 		$(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -lpthread -ldl
 
-testprogs: $(TESTPROGS)
+# Plugins of the dlopen safety cases (tests/dlsafe/*.c into $(O)/tests/plugins, loaded by
+# tests/progs/dlsafe.c): linked to libssl as a vendor plugin is; tlsplug.c reads tlsget.h.
+DLSAFE_SRCS := $(wildcard tests/dlsafe/*.c)
+DLSAFE_PLUGINS := $(DLSAFE_SRCS:tests/dlsafe/%.c=$(O)/tests/plugins/%.so)
+$(O)/tests/plugins/%.so: tests/dlsafe/%.c $(O)/tests/plugins/%.d
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Itests/progs -fPIC -shared $(OPENSSL_CFLAGS) $(CPPFLAGS) \
+		$(CFLAGS) -o $@ $< $(TLSM_LDFLAGS) $(LDFLAGS) $(OPENSSL_LIBS) -ldl
+
+testprogs: $(TESTPROGS) $(DLSAFE_PLUGINS)
 
 # Fuzzing the trace reader (libFuzzer + ASan/UBSan, clang): `make fuzz FUZZ_TIME=60`.
 FUZZ_CC ?= clang
@@ -183,7 +193,8 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/bin/tlsmeter-*
 
 format:
-	clang-format -i $(PRELOAD_SRCS) $(wildcard preload/*/*.h) $(ANALYZER_SRCS) $(wildcard analyzer/*/*.h) tests/progs/*.c
+	clang-format -i $(PRELOAD_SRCS) $(wildcard preload/*/*.h) $(ANALYZER_SRCS) $(wildcard analyzer/*/*.h) tests/progs/*.c \
+		tests/dlsafe/*.c
 
 clean:
 	rm -rf $(O)
@@ -217,7 +228,8 @@ help:
 # Header dependencies written by the compiles above. Each output also depends on its .d: a
 # missing one (first build, or a tree built before -MMD) counts as changed, so the output is
 # rebuilt and gets its list, instead of staying stale against headers make does not know of.
-DEPFILES := $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(FUZZER).d
+DEPFILES := $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(DLSAFE_PLUGINS:.so=.d) \
+	$(FUZZER).d
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
 
