@@ -577,6 +577,19 @@ const char *tlsm_elf_soname(const struct link_map *lm)
     return dyn_string(lm, DT_SONAME, NULL);
 }
 
+int tlsm_elf_needed(const struct link_map *lm, const char **out, int cap)
+{
+    const char *strtab = NULL;
+    int n = 0;
+    for (const ElfW(Dyn) *e = lm->l_ld; e && e->d_tag != DT_NULL; e++)
+        if (e->d_tag == DT_STRTAB)
+            strtab = dptr(lm, e->d_un.d_ptr);
+    for (const ElfW(Dyn) *e = lm->l_ld; strtab && e && e->d_tag != DT_NULL && n < cap; e++)
+        if (e->d_tag == DT_NEEDED)
+            out[n++] = strtab + e->d_un.d_val;
+    return n;
+}
+
 bool tlsm_elf_needs(const struct link_map *lm, const char *soname)
 {
     return dyn_string(lm, DT_NEEDED, soname) != NULL;

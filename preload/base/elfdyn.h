@@ -44,6 +44,8 @@ const char *tlsm_elf_rpath(const struct link_map *lm);
 /* Its DT_SONAME, NULL if it has none. */
 const char *tlsm_elf_soname(const struct link_map *lm);
 /* Does it name soname in a DT_NEEDED entry? */
+/* lm's DT_NEEDED names, in order, at most cap; their count. */
+int tlsm_elf_needed(const struct link_map *lm, const char **out, int cap);
 bool tlsm_elf_needs(const struct link_map *lm, const char *soname);
 
 #endif

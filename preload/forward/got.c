@@ -53,6 +53,7 @@ struct got_obj {
     const struct link_map *lm;
     uintptr_t start, end, base;
     const void *phdr; /* identity only: compared with dl_iterate_phdr's, never read */
+    uint64_t name;    /* hash of its file name: part of the identity */
     void *root;       /* handle of the dlopen that loaded it */
     char path[512];
     void *target[TLSM_FN_COUNT];
@@ -152,6 +153,7 @@ void *tlsm_got_self_hook(enum tlsm_fn id)
 struct listed {
     uintptr_t base;
     const void *phdr;
+    uint64_t name; /* FNV-1a of its file name: small plugins share base and phdr offsets */
     const ElfW(Phdr) * ph;
     int phnum;
 };
@@ -168,6 +170,14 @@ static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
+static uint64_t name_hash(const char *n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; n && *n; n++)
+        h = (h ^ (uint8_t)*n) * 0x100000001b3ull;
+    return h;
+}
+
 static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     struct listing *l = arg;
@@ -176,8 +186,8 @@ static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
         l->truncated = true;
         return 1;
     }
-    l->v[l->n++] =
-        (struct listed){info->dlpi_addr, info->dlpi_phdr, info->dlpi_phdr, info->dlpi_phnum};
+    l->v[l->n++] = (struct listed){info->dlpi_addr, info->dlpi_phdr, name_hash(info->dlpi_name),
+                                   info->dlpi_phdr, info->dlpi_phnum};
     return 0;
 }
 
@@ -204,12 +214,13 @@ static void listing_free(struct listing *l)
     l->v = NULL;
 }
 
-static bool listed(const struct listing *l, uintptr_t base, const void *phdr)
+static const struct listed *listed(const struct listing *l, uintptr_t base, const void *phdr,
+                                   uint64_t name)
 {
     for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].base == base && l->v[i].phdr == phdr)
-            return true;
-    return false;
+        if (l->v[i].base == base && l->v[i].phdr == phdr && l->v[i].name == name)
+            return &l->v[i];
+    return NULL;
 }
 
 /* Records whose object is not in a complete listing died with it. */
@@ -218,7 +229,7 @@ static void sweep(const struct listing *l)
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
         struct got_obj *g = rec(i);
-        if (g && atomic_load(&g->state) == G_LIVE && !listed(l, g->base, g->phdr))
+        if (g && atomic_load(&g->state) == G_LIVE && !listed(l, g->base, g->phdr, g->name))
             atomic_store(&g->state, G_DEAD);
     }
 }
@@ -255,6 +266,7 @@ struct collect {
     void *root;
     uint64_t looked; /* ids whose target was looked up */
     int skipped;
+    bool fresh; /* new since the listing before the dlopen: loaded with its scope */
 };
 
 /* One relocation of the object against a hooked name: keep it if its slot holds what the
@@ -273,7 +285,11 @@ static void collect_slot(int k, uintptr_t slot, uintptr_t value, void *arg)
         g->target[id] = scope_lookup(c->root, tlsm_hooks[id].name, c->o->want[id]);
     }
     uintptr_t t = (uintptr_t)g->target[id];
-    if (!t || (cur != t && (cur < g->start || cur >= g->end))) {
+    /* A lazy stub is what the object's own scope will bind: the dlopen's scope only if this
+     * dlopen loaded it, or if that scope and the global one agree. */
+    bool stub = cur >= g->start && cur < g->end;
+    if (!t || (cur != t && !stub) ||
+        (stub && !c->fresh && t != (uintptr_t)dlsym(RTLD_NEXT, tlsm_hooks[id].name))) {
         c->skipped++;
         return;
     }
@@ -291,7 +307,7 @@ static bool patched_already(const struct got_obj *s)
     for (int i = 0; i < n; i++) {
         struct got_obj *g = rec(i);
         if (!g || atomic_load(&g->state) != G_LIVE || g->lm != s->lm || g->start != s->start ||
-            g->base != s->base || g->phdr != s->phdr)
+            g->base != s->base || g->phdr != s->phdr || g->name != s->name)
             continue;
         bool ok = true;
         for (int k = 0; k < g->nslots && ok; k++)
@@ -351,7 +367,7 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
 
 /* One object the dlopen loaded: its slots and their targets found (dl* calls, no lock held),
  * then published with the slots rewritten. */
-static void patch_object(void *root, const struct listed *obj)
+static void patch_object(void *root, const struct listed *obj, bool fresh)
 {
     struct got_obj s;
     struct dl_find_object f;
@@ -370,11 +386,12 @@ static void patch_object(void *root, const struct listed *obj)
     s.end = (uintptr_t)f.dlfo_map_end;
     s.base = obj->base;
     s.phdr = obj->phdr;
+    s.name = obj->name;
     s.root = root;
     snprintf(s.path, sizeof(s.path), "%s", o->path);
     if (patched_already(&s))
         return;
-    struct collect c = {&s, o, root, 0, 0};
+    struct collect c = {&s, o, root, 0, 0, fresh};
     tlsm_elf_slots(s.lm, gnames, ngnames, collect_slot, &c);
     if (c.skipped)
         tlsm_warn("%s: %d GOT slot(s) for hooked names hold neither what its RTLD_DEEPBIND scope "
@@ -406,54 +423,70 @@ static void patch_object(void *root, const struct listed *obj)
             atomic_fetch_or(&s.to[id]->reach, TLSM_REACH_GOT);
 }
 
-/* The objects this dlopen loaded: new since `before`, and in the dependency closure of the
- * handle's object (DT_NEEDED, matched by soname or file name as ld.so matches them). New
- * objects outside it belong to a dlopen a constructor made, or to another thread's: they
- * were not loaded with this dlopen's scope. */
-static bool needs(const struct link_map *by, const struct link_map *lm)
-{
-    const char *so = tlsm_elf_soname(lm), *n = lm->l_name, *b = n ? strrchr(n, '/') : NULL;
-    return (so && tlsm_elf_needs(by, so)) || (n && n[0] && tlsm_elf_needs(by, n)) ||
-           (b && tlsm_elf_needs(by, b + 1));
-}
+/* The objects this dlopen's scope covers: the handle's object and its DT_NEEDED closure,
+ * each found by dlopen(name, RTLD_NOLOAD), which matches loaded objects by name and soname
+ * exactly as ld.so matched them, and holds each one while tlsmeter reads and writes it (the
+ * program's handle holds them too; another thread's objects are never read). Those new since
+ * the listing before the dlopen were loaded with this scope first; the others get only the
+ * slots bound to exactly what the scope defines. */
+struct scope_obj {
+    const struct link_map *lm;
+    void *h; /* our own NOLOAD handle, NULL for the root */
+};
 
-static int loaded_by(void *h, const struct listing *before, const struct listing *after,
-                     struct listed *out, int cap)
+static int scope_closure(void *root_h, struct scope_obj *out, int cap)
 {
     struct link_map *root = NULL;
-    const struct link_map *lm[MAX_NEW];
-    bool in[MAX_NEW] = {false};
-    int n = 0;
-    if (dlinfo(h, RTLD_DI_LINKMAP, &root) != 0 || !root)
+    if (dlinfo(root_h, RTLD_DI_LINKMAP, &root) != 0 || !root)
         return 0;
-    for (size_t i = 0; i < after->n && n < cap && n < MAX_NEW; i++) {
-        struct dl_find_object f;
-        const struct listed *o = &after->v[i];
-        if (listed(before, o->base, o->phdr) || !o->phnum)
-            continue;
-        uintptr_t at = 0;
-        for (int k = 0; k < o->phnum && !at; k++)
-            if (o->ph[k].p_type == PT_LOAD)
-                at = o->base + o->ph[k].p_vaddr;
-        if (!at || _dl_find_object((void *)at, &f) != 0)
-            continue;
-        out[n] = *o;
-        lm[n] = f.dlfo_link_map;
-        in[n] = lm[n] == root;
-        n++;
+    int n = 0;
+    out[n++] = (struct scope_obj){root, NULL};
+    for (int i = 0; i < n; i++) {
+        const char *need[MAX_NEW];
+        int k = tlsm_elf_needed(out[i].lm, need, MAX_NEW);
+        for (int j = 0; j < k && n < cap; j++) {
+            void *h = tlsm_real_dlopen(need[j], RTLD_LAZY | RTLD_NOLOAD);
+            struct link_map *lm = NULL;
+            if (!h)
+                continue;
+            bool seen = dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm;
+            for (int m = 0; m < n && !seen; m++)
+                seen = out[m].lm == lm;
+            if (seen)
+                tlsm_real_dlclose(h);
+            else
+                out[n++] = (struct scope_obj){lm, h};
+        }
     }
-    for (bool grew = true; grew;) {
-        grew = false;
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < n && !in[i]; j++)
-                if (in[j] && needs(lm[j], lm[i]))
-                    in[i] = grew = true;
+    return n;
+}
+
+/* The listing's entry of a held object: its base, and its PT_DYNAMIC where its l_ld is. */
+static const struct listed *entry_of(const struct listing *l, const struct link_map *lm)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const struct listed *o = &l->v[i];
+        if (o->base != lm->l_addr)
+            continue;
+        for (int k = 0; k < o->phnum; k++)
+            if (o->ph[k].p_type == PT_DYNAMIC && o->base + o->ph[k].p_vaddr == (uintptr_t)lm->l_ld)
+                return o;
     }
-    int k = 0;
+    return NULL;
+}
+
+static void patch_scope(void *h, const struct listing *before, const struct listing *after)
+{
+    struct scope_obj objs[MAX_NEW];
+    int n = scope_closure(h, objs, MAX_NEW);
+    for (int i = 0; i < n; i++) {
+        const struct listed *o = entry_of(after, objs[i].lm);
+        if (o && o->phnum)
+            patch_object(h, o, !listed(before, o->base, o->phdr, o->name));
+    }
     for (int i = 0; i < n; i++)
-        if (in[i])
-            out[k++] = out[i];
-    return k;
+        if (objs[i].h)
+            tlsm_real_dlclose(objs[i].h);
 }
 
 /* The program's RTLD_DEEPBIND dlopen of a path (hook_dl.c decides). No tlsmeter lock is held
@@ -468,12 +501,8 @@ void *tlsm_got_dlopen(const char *file, int mode)
     int saved = errno;
     if (h && ok && init_names()) {
         tlsm_th.guard++;
-        if (list_objects(&after)) {
-            struct listed mine[MAX_NEW];
-            int n = loaded_by(h, &before, &after, mine, MAX_NEW);
-            for (int i = 0; i < n; i++)
-                patch_object(h, &mine[i]);
-        }
+        if (list_objects(&after))
+            patch_scope(h, &before, &after);
         listing_free(&after);
         dlerror(); /* our lookups' misses are not the program's: its dlopen succeeded */
         tlsm_th.guard--;
