@@ -30,6 +30,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,7 +38,7 @@
 
 #define MAX_GOT_SLOTS 128
 #define CHUNK_OBJS    32
-#define MAX_CHUNKS    64 /* 2048 patched loads; then one notice */
+#define MAX_CHUNKS    64 /* 2048 patched objects loaded at once; then one notice */
 #define MAX_NEW       64
 
 struct got_slot {
@@ -47,8 +48,9 @@ struct got_slot {
 
 enum { G_LIVE = 1, G_DEAD = 2 };
 
-/* One patched load of one object. Records are never freed or reused (a reader may hold one
- * while it dies); the registry grows in chunks. */
+/* One patched load of one object. The registry grows in chunks; a dead record is reused
+ * under got_lock, its fwd facts folded first. Readers take no lock: they copy what they need
+ * between two reads of seq (odd while a record is rewritten) and drop the copy if it moved. */
 struct got_obj {
     const struct link_map *lm;
     uintptr_t start, end, base;
@@ -67,12 +69,23 @@ struct got_obj {
     struct got_slot slot[MAX_GOT_SLOTS];
     int nslots;
     _Atomic int state;
+    _Atomic unsigned seq;
 };
 
 static struct got_obj *_Atomic chunks[MAX_CHUNKS];
 static _Atomic int ngobjs; /* published records, in chunk order */
 static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;
+
+/* The fwd facts of reused records (caller path, target copy, functions a call came through),
+ * for the fwd events at exit; under got_lock. */
+#define MAX_FOLDS 256
+static struct fold {
+    char path[512];
+    const struct tlsm_obj *to;
+    uint64_t fns;
+} folds[MAX_FOLDS];
+static int nfolds;
 
 static const char *gnames[TLSM_FN_COUNT];
 static int gids[TLSM_FN_COUNT], ngnames;
@@ -83,6 +96,27 @@ static struct got_obj *rec(int i)
 {
     struct got_obj *c = atomic_load_explicit(&chunks[i / CHUNK_OBJS], memory_order_acquire);
     return c ? &c[i % CHUNK_OBJS] : NULL;
+}
+
+static unsigned read_begin(const struct got_obj *g)
+{
+    return atomic_load_explicit(&g->seq, memory_order_acquire);
+}
+
+/* The fields read since read_begin returned s are one record's. */
+static bool read_ok(const struct got_obj *g, unsigned s)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return !(s & 1) && atomic_load_explicit(&g->seq, memory_order_relaxed) == s;
+}
+
+/* Under got_lock: g dies unless it was rewritten since read_begin returned s. */
+static void kill_if(struct got_obj *g, unsigned s)
+{
+    pthread_mutex_lock(&got_lock);
+    if (atomic_load(&g->seq) == s && atomic_load(&g->state) == G_LIVE)
+        atomic_store(&g->state, G_DEAD);
+    pthread_mutex_unlock(&got_lock);
 }
 
 /* Resolved on first use: a library constructor may dlopen before ours ran. */
@@ -229,8 +263,12 @@ static void sweep(const struct listing *l)
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
         struct got_obj *g = rec(i);
-        if (g && atomic_load(&g->state) == G_LIVE && !listed(l, g->base, g->phdr, g->name))
-            atomic_store(&g->state, G_DEAD);
+        if (!g)
+            continue;
+        unsigned sq = read_begin(g);
+        bool gone = atomic_load(&g->state) == G_LIVE && !listed(l, g->base, g->phdr, g->name);
+        if (gone && read_ok(g, sq))
+            kill_if(g, sq);
     }
 }
 
@@ -306,28 +344,75 @@ static bool patched_already(const struct got_obj *s)
     bool found = false;
     for (int i = 0; i < n; i++) {
         struct got_obj *g = rec(i);
-        if (!g || atomic_load(&g->state) != G_LIVE || g->lm != s->lm || g->start != s->start ||
-            g->base != s->base || g->phdr != s->phdr || g->name != s->name)
+        if (!g)
+            continue;
+        unsigned sq = read_begin(g);
+        if (atomic_load(&g->state) != G_LIVE || g->lm != s->lm || g->start != s->start ||
+            g->base != s->base || g->phdr != s->phdr || g->name != s->name || !read_ok(g, sq))
+            continue;
+        /* The same place as the object s describes, which its dlopen holds: the slots of a
+         * copy taken from one version of the record can be read there. */
+        struct got_slot sl[MAX_GOT_SLOTS];
+        int ns = g->nslots < MAX_GOT_SLOTS ? g->nslots : MAX_GOT_SLOTS;
+        uint64_t ids = g->ids;
+        memcpy(sl, g->slot, sizeof(sl[0]) * (size_t)ns);
+        __typeof__(g->tgt) tgt;
+        memcpy(tgt, g->tgt, sizeof(tgt));
+        if (!read_ok(g, sq))
             continue;
         bool ok = true;
-        for (int k = 0; k < g->nslots && ok; k++)
-            ok = __atomic_load_n((uintptr_t *)g->slot[k].addr, __ATOMIC_ACQUIRE) ==
-                 (uintptr_t)hook_addr[g->slot[k].id];
+        for (int k = 0; k < ns && ok; k++)
+            ok = __atomic_load_n((uintptr_t *)sl[k].addr, __ATOMIC_ACQUIRE) ==
+                 (uintptr_t)hook_addr[sl[k].id];
         for (int id = 0; id < TLSM_FN_COUNT && ok; id++)
-            ok = !(g->ids & (1ull << id)) || !g->tgt[id].lm ||
-                 same_load(g->tgt[id].start, g->tgt[id].end, g->tgt[id].lm);
+            ok = !(ids & (1ull << id)) || !tgt[id].lm ||
+                 same_load(tgt[id].start, tgt[id].end, tgt[id].lm);
         if (ok)
             found = true;
         else
-            atomic_store(&g->state, G_DEAD);
+            kill_if(g, sq);
     }
     return found;
 }
 
-/* A new record in the registry (grown by one chunk when full), under got_lock. */
+/* Under got_lock: the fwd facts of g kept (one fold per caller path and target copy). */
+static void fold(const struct got_obj *g)
+{
+    uint64_t left = atomic_load(&g->used);
+    while (left) {
+        const struct tlsm_obj *to = g->to[__builtin_ctzll(left)];
+        uint64_t fns = 0;
+        for (int id = 0; id < TLSM_FN_COUNT; id++)
+            if ((left & (1ull << id)) && g->to[id] == to)
+                fns |= 1ull << id;
+        left &= ~fns;
+        int k = 0;
+        while (k < nfolds && !(folds[k].to == to && !strcmp(folds[k].path, g->path)))
+            k++;
+        if (k == nfolds && nfolds < MAX_FOLDS) {
+            folds[nfolds].to = to;
+            snprintf(folds[nfolds].path, sizeof(folds[nfolds].path), "%s", g->path);
+            nfolds++;
+        }
+        if (k < nfolds)
+            folds[k].fns |= fns;
+    }
+}
+
+/* A record to write s into, under got_lock: a dead one (its fwd facts folded), else a new
+ * one (the registry grown by one chunk when needed). seq is left odd: being written. */
 static struct got_obj *claim(void)
 {
     int n = atomic_load_explicit(&ngobjs, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        struct got_obj *g = rec(i);
+        if (g && atomic_load(&g->state) == G_DEAD) {
+            fold(g);
+            atomic_store_explicit(&g->seq, atomic_load(&g->seq) + 1, memory_order_relaxed);
+            atomic_thread_fence(memory_order_release);
+            return g;
+        }
+    }
     if (n >= MAX_CHUNKS * CHUNK_OBJS)
         return NULL;
     struct got_obj *c = atomic_load_explicit(&chunks[n / CHUNK_OBJS], memory_order_relaxed);
@@ -339,7 +424,10 @@ static struct got_obj *claim(void)
         c = p;
         atomic_store_explicit(&chunks[n / CHUNK_OBJS], c, memory_order_release);
     }
-    return &c[n % CHUNK_OBJS];
+    struct got_obj *g = &c[n % CHUNK_OBJS];
+    atomic_store(&g->seq, 1);
+    atomic_store_explicit(&ngobjs, n + 1, memory_order_release);
+    return g;
 }
 
 /* Publish s with its slots rewritten. The object is held by the dlopen that has not returned
@@ -350,7 +438,8 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
     pthread_mutex_lock(&got_lock);
     struct got_obj *g = claim();
     if (g) {
-        *g = *s;
+        unsigned sq = atomic_load(&g->seq); /* odd */
+        memcpy((void *)g, s, offsetof(struct got_obj, state));
         int done = 0;
         for (int i = 0; i < g->nslots; i++) {
             struct got_slot *sl = &g->slot[i];
@@ -358,8 +447,9 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
                 tlsm_got_write_ptr(ph, phnum, g->base, sl->addr, (uintptr_t)hook_addr[sl->id]))
                 done++;
         }
+        atomic_store(&g->used, 0);
         atomic_store(&g->state, done ? G_LIVE : G_DEAD);
-        atomic_store_explicit(&ngobjs, atomic_load(&ngobjs) + 1, memory_order_release);
+        atomic_store_explicit(&g->seq, sq + 1, memory_order_release);
     }
     pthread_mutex_unlock(&got_lock);
     return g;
@@ -519,13 +609,20 @@ void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller)
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = n - 1; i >= 0; i--) {
         struct got_obj *g = rec(i);
-        if (!g || g->lm != caller->lm || g->start != caller->start || g->end != caller->end ||
-            atomic_load(&g->state) != G_LIVE || !(g->ids & (1ull << id)))
+        if (!g)
             continue;
-        if (!g->tgt[id].lm || !same_load(g->tgt[id].start, g->tgt[id].end, g->tgt[id].lm))
+        unsigned sq = read_begin(g);
+        bool match = g->lm == caller->lm && g->start == caller->start && g->end == caller->end &&
+                     atomic_load(&g->state) == G_LIVE && (g->ids & (1ull << id));
+        void *target = g->target[id];
+        uintptr_t ts = g->tgt[id].start, te = g->tgt[id].end;
+        const struct link_map *tlm = g->tgt[id].lm;
+        if (!read_ok(g, sq) || !match)
+            continue;
+        if (!tlm || !same_load(ts, te, tlm))
             return NULL;
         atomic_fetch_or(&g->used, 1ull << id);
-        return g->target[id];
+        return target;
     }
     return NULL;
 }
@@ -535,8 +632,12 @@ bool tlsm_got_patched(const struct tlsm_obj *caller)
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
         struct got_obj *g = rec(i);
-        if (g && g->lm == caller->lm && g->start == caller->start &&
-            (g->ids & ~(1ull << TLSM_FN_dlclose)))
+        if (!g)
+            continue;
+        unsigned sq = read_begin(g);
+        bool match = g->lm == caller->lm && g->start == caller->start &&
+                     (g->ids & ~(1ull << TLSM_FN_dlclose));
+        if (match && read_ok(g, sq))
             return true;
     }
     return false;
@@ -552,7 +653,7 @@ void tlsm_got_atfork(bool take)
 }
 
 /* One fwd event (caller, target copy, functions) with reach "got". */
-static void write_fwd(const struct got_obj *g, const struct tlsm_obj *to, uint64_t fns)
+static void write_fwd(const char *from, const struct tlsm_obj *to, uint64_t fns)
 {
     char line[TLSM_LINE_MAX], list[1024];
     size_t n = (size_t)snprintf(list, sizeof(list), "[");
@@ -565,7 +666,7 @@ static void write_fwd(const struct got_obj *g, const struct tlsm_obj *to, uint64
     snprintf(list + n, sizeof(list) - n, "]");
     struct tlsm_json j;
     tlsm_json_begin(&j, line, sizeof(line), TLSM_EV(FWD));
-    tlsm_json_str(&j, "from", g->path);
+    tlsm_json_str(&j, "from", from);
     tlsm_json_int(&j, "lib", to->lib_id);
     tlsm_json_str(&j, "to", to->path);
     tlsm_json_raw(&j, "fns", list);
@@ -576,39 +677,23 @@ static void write_fwd(const struct got_obj *g, const struct tlsm_obj *to, uint64
 }
 
 /* At exit: the fwd events of every patched caller (also of those unloaded since: PHP closes
- * its extensions before exit, and the forwarding cache forgets them), for the functions
- * a call came through, one per target copy and caller path (a plugin reloaded many times
- * gets one line per copy it reached). */
-static bool written_before(int upto, const struct got_obj *g, const struct tlsm_obj *to,
-                           uint64_t fns)
-{
-    for (int i = 0; i < upto; i++) {
-        const struct got_obj *p = rec(i);
-        uint64_t pf = 0, used = p ? atomic_load(&p->used) : 0;
-        for (int id = 0; id < TLSM_FN_COUNT; id++)
-            if ((used & (1ull << id)) && p->to[id] == to)
-                pf |= 1ull << id;
-        if (p && pf == fns && !strcmp(p->path, g->path))
-            return true;
-    }
-    return false;
-}
-
+ * its extensions before exit, and the forwarding cache forgets them), for the functions a
+ * call came through, one per caller path and target copy (a plugin reloaded many times gets
+ * one line per copy it reached). */
 void tlsm_got_write_fwd(void)
 {
+    pthread_mutex_lock(&got_lock);
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        const struct got_obj *g = rec(i);
-        uint64_t left = g ? atomic_load(&g->used) : 0, fns;
-        while (left) {
-            const struct tlsm_obj *to = g->to[__builtin_ctzll(left)];
-            fns = 0;
-            for (int id = 0; id < TLSM_FN_COUNT; id++)
-                if ((left & (1ull << id)) && g->to[id] == to)
-                    fns |= 1ull << id;
-            left &= ~fns;
-            if (to && to->lib_id && !written_before(i, g, to, fns))
-                write_fwd(g, to, fns);
+        struct got_obj *g = rec(i);
+        if (g && atomic_load(&g->state)) {
+            fold(g);
+            atomic_store(&g->used, 0);
         }
     }
+    int m = nfolds;
+    pthread_mutex_unlock(&got_lock);
+    for (int k = 0; k < m; k++)
+        if (folds[k].to && folds[k].to->lib_id)
+            write_fwd(folds[k].path, folds[k].to, folds[k].fns);
 }

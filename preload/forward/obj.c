@@ -33,6 +33,11 @@ static _Atomic int nobjs;
 static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;
 
+/* Stale entries no pointer outlives (never described, never reached), to reuse: a program
+ * that reloads plugins gets a new object each time. Under obj_lock. */
+#define MAX_FREE 4096
+static int free_ids[MAX_FREE], nfree;
+
 /* Entry i (< nobjs), through its chunk. */
 #define objs(i)                                                                                    \
     (atomic_load_explicit(&chunks[(i) / CHUNK_OBJS], memory_order_acquire)[(i) % CHUNK_OBJS])
@@ -54,12 +59,21 @@ static void obj_path(struct tlsm_obj *o)
     o->path[len > 0 ? len : 0] = 0;
 }
 
-static struct tlsm_obj *find_obj(const struct link_map *lm)
+/* The live entry of the object f describes. A link_map is freed at unload and its memory
+ * reused for the next object: an entry whose range or name differs is a gone object's that
+ * no dlclose has marked yet (another thread's, or a dlclose tlsmeter did not see), and its
+ * version strings point into unmapped memory. It is not this object's. */
+static struct tlsm_obj *find_obj(const struct dl_find_object *f)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
-    for (int i = 0; i < n; i++)
-        if (!objs(i).stale && objs(i).lm == lm)
-            return &objs(i);
+    const char *name = f->dlfo_link_map->l_name;
+    for (int i = 0; i < n; i++) {
+        struct tlsm_obj *o = &objs(i);
+        if (!__atomic_load_n(&o->stale, __ATOMIC_ACQUIRE) && o->lm == f->dlfo_link_map &&
+            o->start == (uintptr_t)f->dlfo_map_start && o->end == (uintptr_t)f->dlfo_map_end &&
+            (!name || !name[0] || !strcmp(name, o->path)))
+            return o;
+    }
     return NULL;
 }
 
@@ -108,7 +122,7 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
     struct dl_find_object f;
     if (_dl_find_object((void *)addr, &f) != 0)
         return NULL;
-    struct tlsm_obj *o = find_obj(f.dlfo_link_map);
+    struct tlsm_obj *o = find_obj(&f);
     if (o)
         return memo(o, gen);
     struct tlsm_obj entry;
@@ -117,13 +131,29 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
     entry.start = (uintptr_t)f.dlfo_map_start;
     entry.end = (uintptr_t)f.dlfo_map_end;
     pthread_mutex_lock(&obj_lock);
-    o = find_obj(f.dlfo_link_map);
+    o = find_obj(&f);
     int n = atomic_load_explicit(&nobjs, memory_order_relaxed);
-    if (!o && (o = slot(n)) != NULL) {
+    bool reused = false, fresh = false;
+    if (!o && nfree) {
+        /* Stale and never described: no record, connection or forward answer points at it.
+         * Hidden from find_obj (stale) until it is whole; per-thread memos are dropped. */
+        int id = free_ids[--nfree];
+        o = &objs(id);
+        atomic_fetch_add_explicit(&tlsm_resolve_gen, 1, memory_order_acq_rel);
+        entry.stale = true;
         *o = entry;
+        reused = fresh = true;
+    } else if (!o && (o = slot(n)) != NULL) {
+        *o = entry;
+        fresh = true;
+    }
+    if (fresh) {
         obj_path(o);
         o->refs = tlsm_elf_refs(o->lm, hook_names, TLSM_FN_COUNT, o->want);
-        atomic_store_explicit(&nobjs, n + 1, memory_order_release);
+        if (reused)
+            __atomic_store_n(&o->stale, false, __ATOMIC_RELEASE);
+        else
+            atomic_store_explicit(&nobjs, n + 1, memory_order_release);
     }
     pthread_mutex_unlock(&obj_lock);
     if (!o && !atomic_flag_test_and_set(&full_said))
@@ -150,9 +180,18 @@ static bool gone(const struct tlsm_obj *o)
 void tlsm_obj_mark_stale(void)
 {
     int n = atomic_load_explicit(&nobjs, memory_order_acquire);
-    for (int i = 0; i < n; i++)
-        if (!__atomic_load_n(&objs(i).stale, __ATOMIC_ACQUIRE) && gone(&objs(i)))
-            __atomic_store_n(&objs(i).stale, true, __ATOMIC_RELEASE);
+    for (int i = 0; i < n; i++) {
+        struct tlsm_obj *o = &objs(i);
+        if (__atomic_load_n(&o->stale, __ATOMIC_ACQUIRE) || !gone(o))
+            continue;
+        pthread_mutex_lock(&obj_lock);
+        if (!o->stale) {
+            __atomic_store_n(&o->stale, true, __ATOMIC_RELEASE);
+            if (!atomic_load(&o->described) && !atomic_load(&o->reach) && nfree < MAX_FREE)
+                free_ids[nfree++] = i;
+        }
+        pthread_mutex_unlock(&obj_lock);
+    }
 }
 
 /* dlsym in the object's own scope; keep only definitions from this object or its
