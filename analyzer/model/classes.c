@@ -1,6 +1,6 @@
-/* classes.c: per-record ns/B by size class, and the on-CPU rule for records the thread was
- * switched out of (docs/analyzer.md, "Per-record ns/B"): streaming, so memory stays flat in
- * the number of records. */
+/* classes.c: per-record ns/B by size class, and the on-CPU weight of every record, switched
+ * out or not (docs/analyzer.md, "Per-record ns/B", "Crypto time and shares"): streaming, so
+ * memory stays flat in the number of records. */
 #include "model/model.h"
 
 #include <string.h>
@@ -22,16 +22,60 @@ static uint64_t pos(int64_t v)
     return v > 0 ? (uint64_t)v : 0;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+/* pt bytes at the ns/B of s, at most wall_ns (on-CPU time is never more than the wall time
+ * around it); wall_ns when s has no bytes yet. */
+static uint64_t estimate(const struct oncpu_sums *s, uint64_t pt, uint64_t wall_ns)
+{
+    unsigned __int128 est;
+
+    if (!pt || !s->pt)
+        return wall_ns;
+    est = (unsigned __int128)pt * s->ns / s->pt;
+    return est < wall_ns ? (uint64_t)est : wall_ns;
+}
+
+uint64_t oncpu__rec(struct oncpu_sums *s, bool exact, uint64_t pt, uint64_t ns, bool flagged)
+{
+    if (flagged && !exact)
+        return estimate(s, pt, ns);
+    s->ns = sat_add(s->ns, ns);
+    s->pt = sat_add(s->pt, pt);
+    return ns;
+}
+
+uint64_t oncpu__batch(struct oncpu_sums *s, bool exact, uint64_t pt, uint64_t ns, uint64_t fl_pt,
+                      uint64_t fl_ns, uint64_t fl_nopt_ns)
+{
+    uint64_t kept_ns, fl = sat_add(fl_ns, fl_nopt_ns);
+
+    if (exact || (!fl_pt && !fl)) {
+        s->ns = sat_add(s->ns, ns);
+        s->pt = sat_add(s->pt, pt);
+        return ns;
+    }
+    kept_ns = ns > fl ? ns - fl : 0;
+    s->ns = sat_add(s->ns, kept_ns);
+    s->pt = sat_add(s->pt, pt > fl_pt ? pt - fl_pt : 0);
+    return sat_add(sat_add(kept_ns, fl_nopt_ns), estimate(s, fl_pt, fl_ns));
+}
+
 /* Only a method that cannot give on-CPU time makes a flagged record's crypto_ns suspect:
  * under perf-clock it is exact whatever the switches. */
-void classes__rec(struct trace *t, struct bucket *b, const struct event *e)
+uint64_t classes__rec(struct trace *t, struct bucket *b, const struct event *e)
 {
-    uint64_t pt = pos(e->i[I_PT]), ns = pos(e->i[I_CRYPTO_NS]);
+    uint64_t pt = pos(e->i[I_PT]), ns = pos(e->i[I_CRYPTO_NS]), w;
     struct class_stats *c = &b->cls[size_class__of((int64_t)pt)];
     bool flagged = e->i[I_PREEMPT] > 0;
 
     c->recs++;
     c->crypto_ns += ns;
+    w = oncpu__rec(&c->sums, t->cputime_exact, pt, ns, flagged);
+    c->oncpu_ns = sat_add(c->oncpu_ns, w);
     if (event__has(e, I_WALL_NS) && t->cputime_exact && e->i[I_WALL_NS] > e->i[I_CRYPTO_NS])
         t->offcpu_ns += (uint64_t)(e->i[I_WALL_NS] - e->i[I_CRYPTO_NS]);
     if (flagged) {
@@ -47,23 +91,16 @@ void classes__rec(struct trace *t, struct bucket *b, const struct event *e)
         } else {
             c->left_nopt_ns += ns;
         }
-        return;
+        return w;
     }
     if (pt)
         rhist__add(&c->nspb, (double)ns / (double)pt);
+    return w;
 }
 
 uint64_t class_stats__crypto_ns(const struct class_stats *c)
 {
-    uint64_t kept = c->crypto_ns - c->left_ns;
-    double est;
-
-    if (!c->left_pt || !c->nspb.n)
-        return c->crypto_ns;
-    est = (double)c->left_pt * rhist__pct(&c->nspb, 0.5) + 0.5;
-    if (est >= 9e18 || kept > UINT64_MAX - (uint64_t)est) /* a hostile trace: saturate */
-        return UINT64_MAX;
-    return kept + (uint64_t)est;
+    return c->oncpu_ns;
 }
 
 double bucket__bulk_median(const struct bucket *b)
@@ -90,6 +127,9 @@ void class_stats__merge(struct class_stats *d, const struct class_stats *s)
 {
     d->recs += s->recs;
     d->crypto_ns += s->crypto_ns;
+    d->oncpu_ns = sat_add(d->oncpu_ns, s->oncpu_ns);
+    d->sums.ns = sat_add(d->sums.ns, s->sums.ns);
+    d->sums.pt = sat_add(d->sums.pt, s->sums.pt);
     d->left_out += s->left_out;
     d->left_pt += s->left_pt;
     d->left_ns += s->left_ns;

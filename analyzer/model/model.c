@@ -53,8 +53,8 @@ void model__free(struct model *m)
             class_stats__free(&m->buckets[i].cls[k]);
     for (k = 0; k < m->nnames; k++)
         free(m->names[k]);
-    free(m->traces), free(m->buckets), free(m->conns), free(m->threads);
-    imap__free(&m->bucket_map), imap__free(&m->conn_map);
+    free(m->traces), free(m->buckets), free(m->conns), free(m->threads), free(m->other);
+    imap__free(&m->bucket_map), imap__free(&m->conn_map), imap__free(&m->other_map);
     imap__free(&m->thread_map);
     stacks__free(&m->stacks);
     hist__free(&m->read_got), hist__free(&m->read_want);
@@ -231,10 +231,10 @@ static uint64_t rec_ct(const struct event *e)
 /* What one rec adds to each stats it counts in (model, trace, bucket, connection, thread):
  * worked out once per event, added five times. */
 struct rec_add {
-    uint64_t app, tag_fail, len, ct, pt, crypto_ns, gcm_ns, gcm_dec, gcm_ctr, gcm_both;
+    uint64_t app, tag_fail, len, ct, pt, crypto_ns, oncpu_ns, gcm_ns, gcm_dec, gcm_ctr, gcm_both;
 };
 
-static void rec_add_of(struct rec_add *d, const struct event *e)
+static void rec_add_of(struct rec_add *d, const struct event *e, uint64_t oncpu_ns)
 {
     uint64_t gb = pos(e->i[I_GCM_BYTES]);
     struct strv fn = e->s[S_GCM_FN];
@@ -245,6 +245,7 @@ static void rec_add_of(struct rec_add *d, const struct event *e)
                           .ct = rec_ct(e),
                           .pt = pos(e->i[I_PT]),
                           .crypto_ns = pos(e->i[I_CRYPTO_NS]),
+                          .oncpu_ns = oncpu_ns,
                           .gcm_ns = pos(e->i[I_GCM_NS])};
     if (!(e->have_s & (1u << S_GCM_FN)))
         return;
@@ -266,6 +267,7 @@ static void stats_rec(struct stats *s, const struct rec_add *d)
     s->rec_ct += d->ct;
     s->rec_pt += d->pt;
     s->crypto_ns += d->crypto_ns;
+    s->oncpu_ns += d->oncpu_ns;
     s->gcm_ns += d->gcm_ns;
     s->gcm_dec += d->gcm_dec;
     s->gcm_ctr += d->gcm_ctr;
@@ -321,8 +323,8 @@ static void see_time(struct trace *t, int64_t at, int64_t dur)
         t->max_t = (int64_t)end;
 }
 
-static int feed_rec(struct model *m, struct trace *t, const struct event *e, char *err,
-                    size_t errlen)
+static int feed_rec(struct model *m, struct trace *t, const struct event *e, uint64_t *oncpu_ns,
+                    char *err, size_t errlen)
 {
     uint32_t ti = trace_idx(m, t);
     int cipher = model__intern(m, e->s[S_CIPHER].p, e->s[S_CIPHER].n);
@@ -334,21 +336,41 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, cha
         snprintf(err, errlen, "rec without \"len\" or \"crypto_ns\"");
         return -1;
     }
-    rec_add_of(&d, e);
+    b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
+    *oncpu_ns = classes__rec(t, b, e); /* before the stats: they all count this weight */
+    rec_add_of(&d, e, *oncpu_ns);
     stats_rec(&m->st, &d);
     stats_rec(&t->st, &d);
     if (e->i[I_TYPE] == 23 && event__has(e, I_READ) && e->i[I_READ] == 0)
         t->recs_outside_reads++; /* its read bypassed the hooks (verdict_blind.c) */
-    b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
     stats_rec(&b->st, &d);
-    classes__rec(t, b, e);
     model__bucket_impl(b, e, d.ct);
     stats_rec(&conn_get(m, t, e->i[I_CONN])->st, &d);
     stats_rec(&thread_get(m, t, e->i[I_TID])->st, &d);
     hist__add(&m->rec_len, pos(e->i[I_LEN]), 1);
-    stacks__rec(&m->stacks, ti, e, cipher, path);
+    stacks__rec(&m->stacks, ti, e, cipher, path, *oncpu_ns);
     see_time(t, e->i[I_T], e->i[I_CRYPTO_NS]);
     return 0;
+}
+
+/* A record of the direction this model does not hold, for a timeline: its on-CPU weight by
+ * the same rule, from sums kept per (trace, instance, cipher, path) and size class. */
+static uint64_t other_weight(struct model *m, struct trace *t, const struct event *e)
+{
+    int cipher = model__intern(m, e->s[S_CIPHER].p, e->s[S_CIPHER].n);
+    int path = model__intern(m, e->s[S_PATH].p, e->s[S_PATH].n);
+    uint64_t a = (uint64_t)trace_idx(m, t) << 32 | (uint64_t)cipher << 16 | (uint64_t)path;
+    uint64_t pt = pos(e->i[I_PT]);
+    long i = imap__get(&m->other_map, a, (uint64_t)e->i[I_LIB]);
+
+    if (i < 0) {
+        grow_array((void **)&m->other, &m->cap_other, m->nother, sizeof(*m->other));
+        memset(m->other[m->nother], 0, sizeof(*m->other));
+        imap__put(&m->other_map, a, (uint64_t)e->i[I_LIB], (uint32_t)m->nother);
+        i = (long)m->nother++;
+    }
+    return oncpu__rec(&m->other[i][size_class__of((int64_t)pt)], t->cputime_exact, pt,
+                      pos(e->i[I_CRYPTO_NS]), e->i[I_PREEMPT] > 0);
 }
 
 static int feed_read(struct model *m, struct trace *t, const struct event *e, char *err,
@@ -390,7 +412,9 @@ static void feed_conn(struct model *m, struct trace *t, const struct event *e)
             c->st.reads += pos(e->i[I_READS]);
             c->st.got += pos(e->i[I_GOT]);
             c->st.recs += pos(e->i[I_RECS]);
+            /* per connection only the written sum is known: the close's */
             c->st.crypto_ns += pos(e->i[I_CRYPTO_NS]);
+            c->st.oncpu_ns += pos(e->i[I_CRYPTO_NS]);
         }
         return;
     }
@@ -453,20 +477,24 @@ int model__event(struct model *m, struct trace *t, const struct event *e, char *
     int rc = 0;
     struct event tmp;
     const struct event *f = e;
+    uint64_t oncpu_ns = 0;
 
     if (this_dir(m, e)) {
         if (m->out)
             f = as_in(e, &tmp);
         if (f->kind == EV_REC)
-            rc = feed_rec(m, t, f, err, errlen);
+            rc = feed_rec(m, t, f, &oncpu_ns, err, errlen);
         else if (f->kind == EV_READ)
             rc = feed_read(m, t, f, err, errlen);
         else if (f->kind == EV_CONN)
             feed_conn(m, t, f);
     }
     /* A timeline (--chrome, --perfetto) shows both directions, each event as written. */
-    if (!rc && m->hook && e->kind != EV_CONN)
-        m->hook(m->hook_ctx, m, t, e);
+    if (!rc && m->hook && e->kind != EV_CONN) {
+        if (e->kind == EV_REC && event__is_out(e) != m->out)
+            oncpu_ns = other_weight(m, t, e);
+        m->hook(m->hook_ctx, m, t, e, oncpu_ns);
+    }
     return rc;
 }
 

@@ -32,7 +32,10 @@ enum cap {
 struct stats {
     uint64_t reads, reads_ok, reads_fail, want_read, zero_ret, got, want, read_ns;
     uint64_t peeks; /* SSL_peek* calls: their bytes are read again later, never counted */
+    /* crypto_ns: the records' crypto_ns as written; oncpu_ns: their on-CPU weights
+     * (oncpu__rec), the figure every output counts */
     uint64_t recs, recs_app, recs_other, tag_fail, rec_len, rec_ct, rec_pt, crypto_ns;
+    uint64_t oncpu_ns;
     uint64_t gcm_ns, gcm_dec, gcm_ctr, gcm_both; /* bytes per GCM entry */
     uint64_t recs_in_reads;                      /* sum of read.recs */
     uint64_t want_big;                           /* reads asking for more than a record */
@@ -173,18 +176,26 @@ enum size_class { SC_TINY, SC_SMALL, SC_BULK, SC_N };
  * (a handful of records is one burst, not a throughput). */
 #define BULK_MIN_RECORDS 16
 
+/* What a record's on-CPU weight is estimated from (oncpu__rec): the records of its size
+ * class and bucket seen before it whose crypto_ns is on-CPU time, their crypto_ns and pt. */
+struct oncpu_sums {
+    uint64_t ns, pt;
+};
+
 /* Per-record ns/B (crypto_ns / pt) of one size class. Records switched out during the
  * decryption (rec.preempt, where the header's cputime cannot give on-CPU time) are left out
- * of nspb and counted, with what is needed to estimate their on-CPU time afterwards. */
+ * of nspb and counted; their on-CPU weight is estimated as they arrive (oncpu__rec). */
 struct class_stats {
-    uint64_t recs;         /* every record of the class, pt 0 included */
-    uint64_t crypto_ns;    /* their crypto_ns as written */
-    uint64_t left_out;     /* switched out, not in nspb */
-    uint64_t left_pt;      /* their plaintext bytes (pt > 0 ones) */
-    uint64_t left_ns;      /* their crypto_ns (pt > 0 ones): wall time */
-    uint64_t left_nopt_ns; /* crypto_ns of switched-out records with pt 0: kept as is */
-    uint64_t flagged;      /* rec.preempt > 0, whatever the cputime method */
-    struct rhist nspb;     /* records with pt > 0 not left out */
+    uint64_t recs;          /* every record of the class, pt 0 included */
+    uint64_t crypto_ns;     /* their crypto_ns as written */
+    uint64_t oncpu_ns;      /* their on-CPU weights (oncpu__rec), summed */
+    struct oncpu_sums sums; /* what the next switched-out record is estimated from */
+    uint64_t left_out;      /* switched out, not in nspb */
+    uint64_t left_pt;       /* their plaintext bytes (pt > 0 ones) */
+    uint64_t left_ns;       /* their crypto_ns (pt > 0 ones): wall time */
+    uint64_t left_nopt_ns;  /* crypto_ns of switched-out records with pt 0: kept as is */
+    uint64_t flagged;       /* rec.preempt > 0, whatever the cputime method */
+    struct rhist nspb;      /* records with pt > 0 not left out */
 };
 
 /* Records by (trace, instance, cipher, path): the unit the implementation class is decided
@@ -218,8 +229,9 @@ struct thread {
 };
 
 struct model;
+/* oncpu_ns: a rec's on-CPU weight (oncpu__rec), 0 for other events. */
 typedef void (*event_hook)(void *ctx, const struct model *m, const struct trace *t,
-                           const struct event *e);
+                           const struct event *e, uint64_t oncpu_ns);
 
 struct model {
     struct trace *traces;
@@ -246,6 +258,11 @@ struct model {
     struct stacks stacks; /* call stacks and the crypto weight per stack */
     event_hook hook;      /* called for every rec/read event (chrome output) */
     void *hook_ctx;
+    /* With a hook: the other direction's records get their on-CPU weight from sums of their
+     * own, per (trace, instance, cipher, path) and size class, as this direction's buckets. */
+    struct imap other_map;
+    struct oncpu_sums (*other)[SC_N];
+    size_t nother, cap_other;
     /* The direction this model holds: false = decryption (rec dir in, read events), true =
      * encryption (rec dir out, write events read as reads: asked = want, written = got).
      * The analyzer reads the input once per direction the input has (main.c), so every
@@ -305,16 +322,33 @@ void stats__add(struct stats *dst, const struct stats *src);
 double stats__ns_per_byte(const struct stats *s);
 enum size_class size_class__of(int64_t pt);
 const char *size_class__name(enum size_class c);
-/* The class's on-CPU crypto estimate: its records' crypto_ns, with each switched-out record
- * replaced by pt x the median ns/B of the class's other records (or kept, if there are none). */
+/* A record's on-CPU crypto ns: the one weight every output gives it (the report's crypto time,
+ * rows, tables and shares, --folded, --flamegraph, callers, --chrome, --perfetto, --compare,
+ * summary mode). Its crypto_ns when that is on-CPU time (not switched out, or a perf-clock
+ * trace: exact); a switched-out record with pt > 0 counts pt x the ns/B of the records of its
+ * bucket and size class before it that were not switched out (their crypto_ns over their pt),
+ * never more than its own crypto_ns, and its own crypto_ns when there are none yet or its pt
+ * is 0. It depends on the record and the records before it only, so a total of weights only
+ * ever grows as records arrive. s is updated with the record. */
+uint64_t oncpu__rec(struct oncpu_sums *s, bool exact, uint64_t pt, uint64_t ns, bool flagged);
+/* The same rule for the records of one summary-mode snapshot of a class, added at once: pt and
+ * ns of all of them, fl_pt, fl_ns and fl_nopt_ns of the switched-out ones (docs/trace-format.md,
+ * "summary"); the switched-out bytes are estimated from the sums including this snapshot's. */
+uint64_t oncpu__batch(struct oncpu_sums *s, bool exact, uint64_t pt, uint64_t ns, uint64_t fl_pt,
+                      uint64_t fl_ns, uint64_t fl_nopt_ns);
+/* The rule of oncpu__rec in words, for the outputs that say it. */
+#define ONCPU_RULE                                                                                 \
+    "a switched-out record weighs its plaintext x the ns/B of the earlier records of its "         \
+    "instance, cipher and size class, at most its own time, in every output"
+/* The class's on-CPU crypto time: its records' on-CPU weights summed. */
 uint64_t class_stats__crypto_ns(const struct class_stats *c);
 /* Median ns/B of the bucket's bulk records (not switched out), or -1 with fewer than
  * BULK_MIN_RECORDS of them: the figure a class cross-check may use. */
 double bucket__bulk_median(const struct bucket *b);
 /* The bucket's crypto time: class_stats__crypto_ns over its classes. */
 uint64_t bucket__crypto_ns(const struct bucket *b);
-/* Feeds one rec event into its bucket's size class (classes.c). */
-void classes__rec(struct trace *t, struct bucket *b, const struct event *e);
+/* Feeds one rec event into its bucket's size class (classes.c); returns its on-CPU weight. */
+uint64_t classes__rec(struct trace *t, struct bucket *b, const struct event *e);
 void class_stats__merge(struct class_stats *dst, const struct class_stats *src);
 void class_stats__free(struct class_stats *c);
 const char *cap__name(enum cap c);

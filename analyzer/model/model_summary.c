@@ -91,6 +91,11 @@ static int records(struct model *m, struct trace *t, json_t *o, char *err, size_
                       .gcm_both = u(o, "gcm_both")};
     struct class_stats *c = &b->cls[k];
     uint64_t fl = u(o, "fl_recs");
+    /* The snapshot's records weighed by the rule every record is (oncpu__batch): added to
+     * what came before, never revised, so the totals only grow snapshot by snapshot. */
+    s.oncpu_ns = oncpu__batch(&c->sums, t->cputime_exact, s.rec_pt, s.crypto_ns, u(o, "fl_pt"),
+                              u(o, "fl_ns"), u(o, "fl_nopt_ns"));
+    c->oncpu_ns += s.oncpu_ns;
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
     if (!m->out) { /* the decrypting side's part says them */

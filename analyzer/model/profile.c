@@ -301,7 +301,7 @@ static void totals(struct profile *p, const struct model *m)
 {
     size_t i;
 
-    p->crypto_ns = m->st.crypto_ns;
+    p->crypto_ns = m->st.oncpu_ns; /* what the weights of the paths sum to */
     for (i = 0; i < m->stacks.ntraces; i++) {
         const struct strace *t = &m->stacks.traces[i];
 

@@ -3,18 +3,14 @@
  * of the last sampled record on the same thread (in or outside a read), else for its read's
  * stack, else for the thread's last read stack, else the trace's last sampled record stack;
  * only with none of those is it left without a stack (one frame per connection). Every
- * record's ns lands exactly once, so the weights sum to the trace's crypto ns. */
+ * record's on-CPU weight (oncpu__rec) lands exactly once, so the weights sum to the trace's
+ * crypto time as the report gives it. */
 #include "model/stacks.h"
 
 #include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static uint64_t pos(int64_t v)
-{
-    return v > 0 ? (uint64_t)v : 0;
-}
 
 void stacks__free(struct stacks *s)
 {
@@ -186,13 +182,14 @@ static uint64_t rec_bytes(const struct event *e)
     return e->i[I_LEN] > over ? (uint64_t)(e->i[I_LEN] - over) : 0;
 }
 
-void stacks__rec(struct stacks *s, uint32_t ti, const struct event *e, int cipher, int path)
+void stacks__rec(struct stacks *s, uint32_t ti, const struct event *e, int cipher, int path,
+                 uint64_t ns)
 {
     struct spend p = {.conn = e->i[I_CONN],
                       .lib = e->i[I_LIB],
                       .cipher = cipher,
                       .path = path,
-                      .ns = pos(e->i[I_CRYPTO_NS]),
+                      .ns = ns,
                       .bytes = rec_bytes(e)};
     struct sthread *th = thread_get(s, ti, e->i[I_TID]);
     struct strace *t = trace_at(s, ti);

@@ -80,8 +80,10 @@ struct strace *stacks__trace(struct stacks *s, uint32_t ti);
 void stacks__header(struct stacks *s, uint32_t ti, json_t *config);
 int stacks__module(struct stacks *s, uint32_t ti, json_t *o, char *err, size_t errlen);
 int stacks__stack(struct stacks *s, uint32_t ti, json_t *o, char *err, size_t errlen);
-/* A rec (cipher and path interned by the model) and a read event. */
-void stacks__rec(struct stacks *s, uint32_t ti, const struct event *e, int cipher, int path);
+/* A rec (cipher and path interned by the model, ns its on-CPU weight: oncpu__rec) and a read
+ * event. */
+void stacks__rec(struct stacks *s, uint32_t ti, const struct event *e, int cipher, int path,
+                 uint64_t ns);
 void stacks__read(struct stacks *s, uint32_t ti, const struct event *e);
 /* After reading: records still waiting for their read get their fallback stack. */
 void stacks__finish(struct stacks *s);

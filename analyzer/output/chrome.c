@@ -142,7 +142,8 @@ static void slice(struct chrome *c, const struct trace *t, const struct event *e
     fputs(",\"args\":{", c->out);
 }
 
-static void rec_slice(struct chrome *c, const struct trace *t, const struct event *e)
+static void rec_slice(struct chrome *c, const struct trace *t, const struct event *e,
+                      uint64_t oncpu_ns)
 {
     char name[64];
     int n;
@@ -158,16 +159,19 @@ static void rec_slice(struct chrome *c, const struct trace *t, const struct even
     put_str(c->out, e->s[S_PATH].p ? e->s[S_PATH].p : "", e->s[S_PATH].n);
     fputs(",\"gcm_fn\":", c->out);
     put_str(c->out, e->s[S_GCM_FN].p ? e->s[S_GCM_FN].p : "", e->s[S_GCM_FN].n);
-    fprintf(c->out, ",\"crypto_ns\":%lld}}", (long long)e->i[I_CRYPTO_NS]);
+    /* crypto_ns as written (the slice's length), oncpu_ns the weight the report counts */
+    fprintf(c->out, ",\"crypto_ns\":%lld,\"oncpu_ns\":%llu}}", (long long)e->i[I_CRYPTO_NS],
+            (unsigned long long)oncpu_ns);
 }
 
-void chrome__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e)
+void chrome__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e,
+                   uint64_t oncpu_ns)
 {
     struct chrome *c = ctx;
 
     name_process(c, m, t);
     if (e->kind == EV_REC) {
-        rec_slice(c, t, e);
+        rec_slice(c, t, e, oncpu_ns);
         return;
     }
     if (e->kind == EV_WRITE) { /* the sending side's calls, a category of their own */
@@ -188,7 +192,8 @@ int chrome__close(struct chrome *c)
 {
     int rc;
 
-    fprintf(c->out, "\n]}\n");
+    /* what a record's oncpu_ns is, where the format keeps metadata */
+    fprintf(c->out, "\n],\"otherData\":{\"oncpu_ns\":\"%s\"}}\n", ONCPU_RULE);
     rc = ferror(c->out) ? -1 : 0;
     free(c);
     return rc;

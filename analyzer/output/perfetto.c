@@ -178,7 +178,8 @@ static void slice_put(struct perfetto *p, uint64_t track, uint64_t ts, int64_t d
     p->slices++;
 }
 
-void perfetto__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e)
+void perfetto__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e,
+                     uint64_t oncpu_ns)
 {
     struct perfetto *p = ctx;
     long idx = (long)(t - m->traces);
@@ -204,6 +205,8 @@ void perfetto__event(void *ctx, const struct model *m, const struct trace *t, co
         annotate_int(p, "len", e->i[I_LEN]);
         annotate_int(p, "pt", e->i[I_PT]);
         annotate_int(p, "crypto_ns", e->i[I_CRYPTO_NS]);
+        /* the weight the report counts: the slice is as long as the record's written time */
+        annotate_int(p, "oncpu_ns", oncpu_ns > INT64_MAX ? INT64_MAX : (int64_t)oncpu_ns);
         annotate_str(p, "path", e->s[S_PATH]);
         annotate_str(p, "gcm_fn", e->s[S_GCM_FN]);
         slice_put(p, track, ts, e->i[I_CRYPTO_NS]);

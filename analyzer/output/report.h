@@ -25,13 +25,16 @@ json_t *report_callers_json(const struct profile *p);
 /* Chrome Trace Event output streams while reading: begin, one call per event, end. */
 struct chrome;
 struct chrome *chrome__open(FILE *out);
-void chrome__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e);
+/* A record slice carries its on-CPU weight as "oncpu_ns" (oncpu__rec): summed over the
+ * record slices of a direction it is the report's crypto time. */
+void chrome__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e,
+                   uint64_t oncpu_ns);
 int chrome__close(struct chrome *c);
 /* Perfetto's protobuf trace (--perfetto FILE), streamed the same way (perfetto.c). */
 struct perfetto;
 struct perfetto *perfetto__open(FILE *out);
-void perfetto__event(void *ctx, const struct model *m, const struct trace *t,
-                     const struct event *e);
+void perfetto__event(void *ctx, const struct model *m, const struct trace *t, const struct event *e,
+                     uint64_t oncpu_ns);
 int perfetto__close(struct perfetto *p);
 
 /* Helpers shared by the text outputs. */

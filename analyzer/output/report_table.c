@@ -45,8 +45,8 @@ static void stats_cols(FILE *out, const struct stats *st)
     struct fmtbuf a, b;
 
     fprintf(out, " %8llu %10s %8llu %10s %7.2f", (unsigned long long)st->reads,
-            fmt_bytes(&a, st->got), (unsigned long long)st->recs, fmt_ns(&b, (double)st->crypto_ns),
-            stats__ns_per_byte(st));
+            fmt_bytes(&a, st->got), (unsigned long long)st->recs, fmt_ns(&b, (double)st->oncpu_ns),
+            st->rec_ct ? (double)st->oncpu_ns / (double)st->rec_ct : 0.0);
 }
 
 static void more(FILE *out, size_t n)

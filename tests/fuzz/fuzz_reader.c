@@ -73,12 +73,13 @@ struct streams {
     struct perfetto *pf;
 };
 
-static void both(void *ctx, const struct model *m, const struct trace *t, const struct event *e)
+static void both(void *ctx, const struct model *m, const struct trace *t, const struct event *e,
+                 uint64_t oncpu_ns)
 {
     struct streams *st = ctx;
 
-    chrome__event(st->ch, m, t, e);
-    perfetto__event(st->pf, m, t, e);
+    chrome__event(st->ch, m, t, e, oncpu_ns);
+    perfetto__event(st->pf, m, t, e, oncpu_ns);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
