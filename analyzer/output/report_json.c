@@ -280,7 +280,7 @@ static json_t *conns_arr(const struct summary *s)
         json_object_set_new(o, "calls", jint(c->st.reads));
         json_object_set_new(o, "bytes", jint(c->st.got));
         json_object_set_new(o, "records", jint(c->st.recs));
-        json_object_set_new(o, "crypto_ns", jint(c->st.crypto_ns));
+        json_object_set_new(o, "crypto_ns", jint(c->st.oncpu_ns)); /* on-CPU weights */
         json_array_append_new(a, o);
     }
     free(v);
