@@ -14,6 +14,7 @@ enum exit_code {
     EXIT_USAGE = 2,
     EXIT_NO_EVENTS = 3,
     EXIT_BAD_INPUT = 4,
+    EXIT_GATE = 5, /* --require-hw rejected the input */
 };
 
 enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME, OUT_JSONL };
@@ -23,6 +24,7 @@ struct env {
     bool compare, quiet, by_bytes;
     bool out; /* --direction out: --folded, --flamegraph and --chrome show the encrypting side */
     const char *outfile, *flamegraph, *sysroot, *perfetto;
+    struct gate gate; /* --require-hw[=PCT], --allow-unknown, --allow-blind */
     char **files_a, **files_b;
     int na, nb;
 };
@@ -49,6 +51,13 @@ static const char usage_text[] =
     "                     (ui.perfetto.dev; streams, for traces too large for --chrome)\n"
     "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
     "      --vs           in --compare: the traces after it form group B\n"
+    "      --require-hw[=PCT]  CI gate (text or --json): exit 5 when more than PCT % (default\n"
+    "                     0) of the decrypted bytes ran in software, or any in code tlsmeter\n"
+    "                     could not name (unknown), or the process did TLS the trace could\n"
+    "                     not measure (a blind copy, another TLS library, kernel TLS, socket\n"
+    "                     bytes in no record); the answer goes to stderr and the report\n"
+    "      --allow-unknown    with --require-hw: accept bytes of unknown code\n"
+    "      --allow-blind      with --require-hw: accept TLS the trace could not measure\n"
     "  -o, --output FILE  write to FILE instead of stdout\n"
     "  -q, --quiet        no warnings about malformed lines\n"
     "  -V, --version      print the version\n"
@@ -60,7 +69,8 @@ static const char usage_text[] =
     "  2  usage error (also: a --sysroot that is not a directory)\n"
     "  3  no rec or read event in any input (the report is still written, naming any\n"
     "     TLS code tlsmeter could not see)\n"
-    "  4  an input is not a tlsmeter trace, or has a newer format version\n";
+    "  4  an input is not a tlsmeter trace, or has a newer format version\n"
+    "  5  --require-hw rejected the input (instead of 0 or 3; the report is written)\n";
 
 static const struct option long_opts[] = {
     {"json", no_argument, NULL, 'j'},
@@ -78,6 +88,9 @@ static const struct option long_opts[] = {
     {"sysroot", required_argument, NULL, 's'},
     {"direction", required_argument, NULL, 'd'},
     {"jsonl", no_argument, NULL, 'J'},
+    {"require-hw", optional_argument, NULL, 'R'},
+    {"allow-unknown", no_argument, NULL, 'U'},
+    {"allow-blind", no_argument, NULL, 'B'},
     {NULL, 0, NULL, 0},
 };
 
@@ -112,9 +125,40 @@ static int operands_before_vs(int argc, char **argv)
     return -1;
 }
 
+/* --require-hw=PCT: the share of decrypted bytes allowed in software, 0 to 100. */
+static int parse_gate(struct env *env, const char *arg)
+{
+    char *end;
+    double v;
+
+    env->gate.on = true;
+    env->gate.pct = 0;
+    if (!arg)
+        return 0;
+    errno = 0;
+    v = strtod(arg, &end);
+    if (!*arg || *end || errno || !(v >= 0 && v <= 100)) {
+        fprintf(stderr,
+                "tlsmeter-analyze: --require-hw=%s: PCT must be a number from 0 to 100 (the "
+                "share of the decrypted bytes allowed in software, in percent)\n",
+                arg);
+        return -2;
+    }
+    env->gate.pct = v;
+    return 0;
+}
+
 static int parse_opt(struct env *env, int c)
 {
     switch (c) {
+    case 'R':
+        return parse_gate(env, optarg);
+    case 'U':
+        env->gate.allow_unknown = true;
+        return 0;
+    case 'B':
+        env->gate.allow_blind = true;
+        return 0;
     case 'j':
         env->output = OUT_JSON;
         return 0;
@@ -185,13 +229,31 @@ static int split_groups(struct env *env, int nops, char **ops, int before_vs)
     return env->output == OUT_TEXT || env->output == OUT_JSON ? 0 : -1;
 }
 
+/* The gate judges one report: text or --json of one group. */
+static int gate_usage(const struct env *env)
+{
+    const char *why = NULL;
+
+    if (!env->gate.on && (env->gate.allow_unknown || env->gate.allow_blind))
+        why = "--allow-unknown and --allow-blind go with --require-hw";
+    else if (env->gate.on && env->compare)
+        why = "--require-hw judges one trace or fleet, not a --compare";
+    else if (env->gate.on && env->output != OUT_TEXT && env->output != OUT_JSON)
+        why = "--require-hw goes with the text report or --json";
+    if (why)
+        fprintf(stderr, "tlsmeter-analyze: %s\n", why);
+    return why ? -2 : 0;
+}
+
 static int parse_args(struct env *env, int argc, char **argv)
 {
-    int before_vs = operands_before_vs(argc, argv), c;
+    int before_vs = operands_before_vs(argc, argv), c, rc;
 
     while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:d:", long_opts, NULL)) != -1)
-        if (parse_opt(env, c))
-            return -1;
+        if ((rc = parse_opt(env, c)))
+            return rc;
+    if (gate_usage(env))
+        return -2;
     if (optind >= argc ||
         (env->flamegraph && (env->output == OUT_CHROME || env->output == OUT_JSONL)) ||
         (env->perfetto && (env->output == OUT_CHROME || env->output == OUT_JSONL || env->compare)))
@@ -278,7 +340,21 @@ static int read_encrypt(struct model *mo, struct summary *so, char **files, int 
     return rc;
 }
 
-static int write_single(const struct env *env, struct model *m, FILE *out, FILE *warn)
+/* --require-hw: the answer on stderr (a CI log shows it whatever -o says) and in the report. */
+static void judge(const struct env *env, struct summary *s, bool *rejected)
+{
+    static struct gate_result r;
+
+    if (!env->gate.on)
+        return;
+    gate__eval(&env->gate, s, &r);
+    s->gate = &r;
+    *rejected = !r.passed;
+    fprintf(stderr, "tlsmeter-analyze: require-hw: %s\n", r.why);
+}
+
+static int write_single(const struct env *env, struct model *m, FILE *out, FILE *warn,
+                        bool *rejected)
 {
     static struct summary s, so;
     static struct model mo;
@@ -299,6 +375,7 @@ static int write_single(const struct env *env, struct model *m, FILE *out, FILE 
         report_folded(out, &p, env->by_bytes);
     } else {
         summary__build(&s, m);
+        judge(env, &s, rejected);
         s.prof = &p;
         if (!m->out && m->other_dir)
             enc = read_encrypt(&mo, &so, env->files_a, env->na) == EXIT_OK;
@@ -375,6 +452,7 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
     struct perfetto *pf = NULL;
     FILE *pff = NULL;
     int rc, wrc = 0;
+    bool rejected = false;
 
     model__init(&m);
     m.out = env->out;
@@ -411,9 +489,11 @@ static int run_single(const struct env *env, FILE *out, FILE *warn)
     else if (reader__jsonl)
         wrc = 0;
     else if (rc == EXIT_OK || rc == EXIT_NO_EVENTS)
-        wrc = write_single(env, &m, out, warn);
+        wrc = write_single(env, &m, out, warn, &rejected);
     model__free(&m);
-    return wrc && rc == EXIT_OK ? EXIT_IO : rc;
+    if (wrc && rc == EXIT_OK)
+        return EXIT_IO;
+    return rejected && (rc == EXIT_OK || rc == EXIT_NO_EVENTS) ? EXIT_GATE : rc;
 }
 
 static bool is_dir(const char *path)
@@ -429,8 +509,9 @@ int main(int argc, char **argv)
     FILE *out = stdout, *warn;
     int rc;
 
-    if (parse_args(&env, argc, argv)) {
-        fputs(usage_text, stderr);
+    if ((rc = parse_args(&env, argc, argv))) {
+        if (rc != -2) /* -2: the error is said already, in one line */
+            fputs(usage_text, stderr);
         return EXIT_USAGE;
     }
     if (env.sysroot && !is_dir(env.sysroot)) {

@@ -44,7 +44,8 @@ struct stats {
 struct lib {
     int64_t id;
     char *path, *version, *platform, *role, *cpuinfo;
-    char *reach; /* lib.reach: how calls past the linker's binding were reached (issue 15) */
+    char *build_id; /* lib.build_id: names the copy beside its path and version, NULL if absent */
+    char *reach;    /* lib.reach: how calls past the linker's binding were reached (issue 15) */
     uint32_t caps, caps_known; /* bit per enum cap */
     bool has_crypto, has_ssl;
 };
@@ -79,6 +80,7 @@ struct impl_ev {
  * instance whose connections received with kernel TLS (what "ktls", one per instance). */
 struct blind {
     char *path, *version, *what;
+    char *build_id;   /* blind.build_id, NULL if absent */
     char *unknown;    /* first reason name this analyzer does not know, NULL if none */
     unsigned reasons; /* bit per enum blind_reason */
     int64_t record_relocs, got_tlsmeter, got_elsewhere; /* -1: not in the trace */

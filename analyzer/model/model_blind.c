@@ -89,13 +89,15 @@ static void add_detail(struct blind *b, json_t *o)
         b->library = dup_str(o, "library");
     if (!b->version)
         b->version = dup_str(o, "version");
+    if (!b->build_id)
+        b->build_id = dup_str(o, "build_id");
     if (json_is_integer(json_object_get(o, "calls")))
         b->calls = get_int(o, "calls");
 }
 
 void model__blind_free(struct blind *b)
 {
-    free(b->path), free(b->version), free(b->what), free(b->unknown);
+    free(b->path), free(b->version), free(b->what), free(b->unknown), free(b->build_id);
     free(b->fns), free(b->bound_to), free(b->scope), free(b->needed_by), free(b->library);
 }
 

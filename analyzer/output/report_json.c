@@ -136,6 +136,7 @@ static json_t *rows_arr(const struct summary *s)
         json_object_set_new(o, "impl", jstr(impl__name(w->cls)));
         json_object_set_new(o, "impl_detail", jstr(w->detail));
         json_object_set_new(o, "impl_mixed", json_boolean(w->mixed));
+        json_object_set_new(o, "impl_split", wsplit__json(&w->split));
         json_object_set_new(o, "crypto_ns", jint(w->crypto_ns));
         json_object_set_new(o, "crypto_ns_per_byte",
                             jreal(w->st.rec_ct ? (double)w->crypto_ns / (double)w->st.rec_ct : 0));
@@ -326,6 +327,10 @@ static void totals(json_t *o, const struct summary *s)
 
     /* The encrypting side's calls are writes: the same figures under their own names. */
     json_object_set_new(o, s->out ? "bytes_written" : "bytes_read", jint(st->got));
+    if (!s->out) { /* with the bytes on the sockets of copies whose SSL_read is unreachable */
+        json_object_set_new(o, "bytes_received", jint(st->got + s->socket_bytes));
+        json_object_set_new(o, "bytes_socket_reads", jint(s->socket_bytes));
+    }
     json_object_set_new(o, s->out ? "writes" : "reads", jint(st->reads));
     json_object_set_new(o, s->out ? "writes_want_write" : "reads_want_read", jint(st->want_read));
     json_object_set_new(o, "records", jint(st->recs));
@@ -339,6 +344,8 @@ static void totals(json_t *o, const struct summary *s)
     json_object_set_new(o, "records_switched_out", jint(s->recs_flagged));
     json_object_set_new(o, "records_left_out", jint(s->recs_left_out));
     json_object_set_new(o, "impl", jstr(impl__name(s->impl)));
+    json_object_set_new(o, "impl_split", wsplit__json(&s->split));
+    json_object_set_new(o, "blind_spots", json_integer(s->blind));
     json_object_set_new(o, "paths", paths_obj(s));
     json_object_set_new(o, "duration_ns", json_integer(s->duration_ns));
     json_object_set_new(o, "cpu_ns", json_integer(s->cpu_ns));
@@ -374,10 +381,15 @@ json_t *report_json_object(const struct summary *s)
     if (s->prof)
         json_object_set_new(o, "callers", report_callers_json(s->prof));
     json_object_set_new(o, "verdicts", verdicts_arr(s));
+    if (s->gate)
+        json_object_set_new(o, "gate", gate__json(s->gate));
     json_object_set_new(o, "blind", blind_arr(s));
     if (!s->out) { /* the copies are the process's: said once, beside the decrypt figures */
         int more;
-        json_object_set_new(o, "copies", report_reach_json(s, &more));
+        json_t *copies = report_reach_json(s, &more);
+
+        weights__copies_json(s, copies); /* class, bytes and shares of each copy */
+        json_object_set_new(o, "copies", copies);
         json_object_set_new(o, "copies_more", json_integer(more));
     }
     json_object_set_new(o, "traces", traces_arr(s));

@@ -22,7 +22,12 @@ static void head(FILE *out, const struct summary *s)
         fprintf(out, "             replaced itself with exec of %s: the trace ends there\n",
                 t->exec);
     fprintf(out, "duration     %s, received %s, %s\n", fmt_ns(&a, (double)s->duration_ns),
-            fmt_bytes(&b, m->st.got), fmt_rate(&c, s->throughput));
+            fmt_bytes(&b, m->st.got + s->socket_bytes), fmt_rate(&c, s->throughput));
+    if (s->socket_bytes) /* a copy's SSL_read past the hooks: its bytes are in no read */
+        fprintf(out,
+                "             %s through SSL_read, %s on the sockets of copies whose "
+                "SSL_read tlsmeter cannot reach (socket-reads)\n",
+                fmt_bytes(&a, m->st.got), fmt_bytes(&b, s->socket_bytes));
     if (s->cpu_ns < 0) {
         fprintf(out, "CPU          unknown (%s)\n",
                 s->cpu_overflow ? "user_ns + sys_ns overflow 64 bits: not a real figure"
@@ -113,6 +118,12 @@ static void crypto_row(FILE *out, const struct summary *s, const struct row *w)
             (unsigned long long)w->st.recs, fmt_bytes(&a, w->st.rec_ct),
             fmt_ns(&b, (double)w->crypto_ns), nspb, nspb > 0 ? fmt_rate(&c, 1e9 / nspb) : "-",
             impl__name(w->cls), w->mixed ? " (mixed)" : "");
+    if (w->mixed) { /* by bytes: the split, so that no part is hidden behind the class */
+        char split[640];
+
+        wsplit__text(&w->split, split, sizeof(split));
+        fprintf(out, "    split: %s\n", split);
+    }
 }
 
 /* One size class of one cipher: records, how many are in the figures, mean/median/p90. */
@@ -217,7 +228,13 @@ static void implementation(FILE *out, const struct summary *s)
     struct impl_result r;
     size_t i;
 
-    fprintf(out, "implementation: %s\n", impl__name(s->impl));
+    char split[640] = "";
+
+    if (wsplit__mixed(&s->split))
+        wsplit__text(&s->split, split, sizeof(split));
+    fprintf(out, "implementation: %s%s%s%s\n", impl__name(s->impl), split[0] ? " (" : "", split,
+            split[0] ? ")" : "");
+    weights__copies_text(out, s);
     for (i = 0; i < m->nbuckets; i++) {
         const struct bucket *b = &m->buckets[i];
         const struct trace *t = &m->traces[b->trace];
@@ -247,6 +264,13 @@ static void verdicts(FILE *out, const struct summary *s)
         fprintf(out, "  (none: the trace shows nothing to act on)\n");
     for (i = 0; i < s->nv; i++)
         fprintf(out, "  * [%s] %s\n", s->v[i].id, s->v[i].text);
+}
+
+/* --require-hw's answer, beside the verdicts it rests on. */
+static void gate(FILE *out, const struct summary *s)
+{
+    if (s->gate)
+        fprintf(out, "require-hw   %s\n", s->gate->why);
 }
 
 static void input(FILE *out, const struct summary *s)
@@ -301,6 +325,7 @@ void report_text(FILE *out, const struct summary *s)
     report_conns(out, s);
     report_handshake(out, s);
     verdicts(out, s);
+    gate(out, s);
     if (s->enc)
         encryption(out, s->enc);
     input(out, s);

@@ -19,29 +19,102 @@ static struct row *row_get(struct summary *s, int cipher, int path)
     return &s->rows[s->nrows++];
 }
 
-static void build_rows(struct summary *s)
+struct keep_group {
+    enum wgroup g;
+};
+
+/* Buckets whose class falls in one group (a part of a mixed row). */
+static bool keep_group(const struct model *m, const struct bucket *b, void *ctx)
+{
+    struct impl_result r;
+
+    impl__classify(m, b, &r);
+    return wgroup_of(r.cls) == ((struct keep_group *)ctx)->g;
+}
+
+static bool row_takes(const struct model *m, const struct row *w, const struct bucket *b,
+                      bool (*keep)(const struct model *, const struct bucket *, void *), void *ctx)
+{
+    return b->cipher == w->cipher && b->path == w->path && (!keep || keep(m, b, ctx));
+}
+
+/* The detail of the row's largest bucket of its class (the first bucket's when none has
+ * bytes). */
+static void row_detail(const struct summary *s, struct row *w,
+                       bool (*keep)(const struct model *, const struct bucket *, void *), void *ctx)
 {
     const struct model *m = s->m;
-    struct impl_result r;
+    bool found = false;
+    uint64_t top = 0;
     size_t i;
 
     for (i = 0; i < m->nbuckets; i++) {
         const struct bucket *b = &m->buckets[i];
-        struct row *w = row_get(s, b->cipher, b->path);
-        bool first;
+        struct impl_result r;
 
-        if (!w)
+        if (!row_takes(m, w, b, keep, ctx))
             continue;
-        first = !w->st.recs;
         impl__classify(m, b, &r);
-        stats__add(&w->st, &b->st);
-        if (first) {
-            w->cls = r.cls;
+        if (!found || (w->split.bytes && r.cls == w->cls && b->st.rec_ct > top)) {
+            if (!w->split.bytes)
+                w->cls = r.cls;
+            if (r.cls == w->cls)
+                top = b->st.rec_ct;
             snprintf(w->detail, sizeof(w->detail), "%s", r.detail);
-        } else if (w->cls != r.cls) {
-            w->mixed = true;
+            found = true;
         }
     }
+}
+
+/* The row's records (those keep() takes), its split, its class by bytes and what ran. */
+static void fill_row(const struct summary *s, struct row *w,
+                     bool (*keep)(const struct model *, const struct bucket *, void *), void *ctx)
+{
+    const struct model *m = s->m;
+    size_t i;
+
+    memset(&w->st, 0, sizeof(w->st));
+    memset(&w->split, 0, sizeof(w->split));
+    for (i = 0; i < m->nbuckets; i++) {
+        const struct bucket *b = &m->buckets[i];
+        struct impl_result r;
+
+        if (!row_takes(m, w, b, keep, ctx))
+            continue;
+        impl__classify(m, b, &r);
+        stats__add(&w->st, &b->st);
+        wsplit__add(&w->split, r.cls, weights__bucket_copy(m, b), b->st.rec_ct,
+                    bucket__crypto_ns(b));
+    }
+    w->cls = wsplit__class(&w->split);
+    w->mixed = wsplit__mixed(&w->split);
+    row_detail(s, w, keep, ctx);
+}
+
+static void build_rows(struct summary *s)
+{
+    const struct model *m = s->m;
+    size_t i;
+    int k;
+
+    for (i = 0; i < m->nbuckets; i++)
+        row_get(s, m->buckets[i].cipher, m->buckets[i].path);
+    for (k = 0; k < s->nrows; k++)
+        fill_row(s, &s->rows[k], NULL, NULL);
+}
+
+void summary__row_part(const struct summary *s, const struct row *w, enum wgroup g,
+                       struct row *part)
+{
+    struct keep_group kg = {g};
+    int k;
+
+    memset(part, 0, sizeof(*part));
+    part->cipher = w->cipher, part->path = w->path;
+    fill_row(s, part, keep_group, &kg);
+    summary__class_figs_if(s->m, w->cipher, w->path, keep_group, &kg, part->fig);
+    for (k = 0; k < SC_N; k++)
+        part->crypto_ns += part->fig[k].crypto_ns;
 }
 
 static void build_traces(struct summary *s)
@@ -142,10 +215,18 @@ void summary__build(struct summary *s, const struct model *m)
     build_traces(s);
     build_rows(s);
     summary__classes(s);
-    s->throughput = s->duration_ns > 0 ? (double)m->st.got * 1e9 / (double)s->duration_ns : 0;
+    /* Bytes received: SSL_read's, and what arrived on the sockets of copies whose SSL_read
+     * tlsmeter cannot reach (in no read figure, but the process received them). */
+    s->socket_bytes = m->out ? 0 : weights__socket_bytes(m);
+    s->throughput = s->duration_ns > 0
+                        ? (double)(m->st.got + s->socket_bytes) * 1e9 / (double)s->duration_ns
+                        : 0;
     shares(s);
     s->nspb = m->st.rec_ct ? (double)s->crypto_ns / (double)m->st.rec_ct : 0;
-    s->impl = impl__overall(m);
+    weights__process(s, &s->split);
+    s->impl = wsplit__class(&s->split);
+    for (size_t i = 0; i < m->ntraces; i++)
+        s->blind += weights__blind(s, &m->traces[i], NULL, 0);
     hs_summary__build(&s->hs, m);
     verdicts__build(s);
 }

@@ -5,6 +5,7 @@
 #include "model/impl.h"
 #include "model/model.h"
 #include "model/profile.h"
+#include "verdicts/weights.h"
 
 #define MAX_ROWS     64
 #define MAX_VERDICTS 24
@@ -25,9 +26,10 @@ struct row {
     struct stats st;
     uint64_t crypto_ns; /* on-CPU estimate: st.crypto_ns with switched-out records estimated */
     struct class_fig fig[SC_N];
-    enum impl_class cls;
-    bool mixed; /* buckets of this row were classified differently */
-    char detail[192];
+    enum impl_class cls; /* by bytes (weights.h): the class of most of the row's bytes */
+    bool mixed;          /* the row's bytes ran in more than one group (split) */
+    char detail[192];    /* what ran, from the largest bucket of the row's class */
+    struct wsplit split; /* bytes and crypto time per class and copy */
 };
 
 struct verdict {
@@ -70,7 +72,11 @@ struct summary {
     char cputime_text[160]; /* what crypto time is, in words */
     struct cipher_fig ciphers[MAX_ROWS];
     int nciphers;
-    enum impl_class impl;
+    enum impl_class impl;  /* the process's class by bytes (split) */
+    struct wsplit split;   /* native records (all when none are), unmeasured socket bytes */
+    uint64_t socket_bytes; /* arrived on the sockets of copies whose SSL_read is unreachable */
+    int blind;             /* TLS the trace could not measure (weights__blind), all traces */
+    const struct gate_result *gate; /* --require-hw's answer, NULL when not asked */
     struct row rows[MAX_ROWS];
     int nrows;
     struct hs_summary hs; /* handshake parts (handshake.h) */
@@ -86,6 +92,14 @@ void summary__classes(struct summary *s);
 void summary__class_figs(const struct model *m, int cipher, int path, struct class_fig fig[SC_N]);
 /* The figures of one bucket. */
 void bucket__class_figs(const struct bucket *b, struct class_fig fig[SC_N]);
+/* The row's buckets of one group (software, hardware) as a row of their own, for the
+ * verdicts on each part of a mixed row. */
+void summary__row_part(const struct summary *s, const struct row *w, enum wgroup g,
+                       struct row *part);
+/* Per-class figures over the buckets of cipher and path that keep() takes (NULL: all). */
+void summary__class_figs_if(const struct model *m, int cipher, int path,
+                            bool (*keep)(const struct model *m, const struct bucket *b, void *ctx),
+                            void *ctx, struct class_fig fig[SC_N]);
 /* The bulk median ns/B of a row's records, or -1 with fewer than BULK_MIN_RECORDS. */
 double row__bulk_median(const struct row *w);
 /* Verdict ids: the schema's list (common/schema.def), the report's names for them. */
@@ -102,6 +116,9 @@ void verdicts__build(struct summary *s);
 /* The groups of verdicts, one file each. */
 void verdicts_io(struct summary *s);
 void verdicts_blind(struct summary *s);
+/* cpu-unexplained: per trace with TLS it could not measure, the share of the process's CPU
+ * the trace accounts for and the copy it could not see. */
+void verdicts_unexplained(struct summary *s);
 /* The sending side's: bytes written that no sealed record accounts for (verdict_blind.c). */
 void verdicts_blind_out(struct summary *s);
 /* Unsealed bytes below this (one record's plaintext) are not called blind: a trace cut in

@@ -28,6 +28,13 @@ void bucket__class_figs(const struct bucket *b, struct class_fig fig[SC_N])
  * record is estimated from its own bucket's median, not another instance's). */
 void summary__class_figs(const struct model *m, int cipher, int path, struct class_fig fig[SC_N])
 {
+    summary__class_figs_if(m, cipher, path, NULL, NULL, fig);
+}
+
+void summary__class_figs_if(const struct model *m, int cipher, int path,
+                            bool (*keep)(const struct model *m, const struct bucket *b, void *ctx),
+                            void *ctx, struct class_fig fig[SC_N])
+{
     struct class_stats all[SC_N];
     uint64_t ns[SC_N] = {0};
     size_t i;
@@ -37,7 +44,7 @@ void summary__class_figs(const struct model *m, int cipher, int path, struct cla
     for (i = 0; i < m->nbuckets; i++) {
         const struct bucket *b = &m->buckets[i];
 
-        if (b->cipher != cipher || (path >= 0 && b->path != path))
+        if (b->cipher != cipher || (path >= 0 && b->path != path) || (keep && !keep(m, b, ctx)))
             continue;
         for (k = 0; k < SC_N; k++) {
             class_stats__merge(&all[k], &b->cls[k]);

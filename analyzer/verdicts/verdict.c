@@ -182,6 +182,15 @@ static void chacha_what_if(struct summary *s, const struct row *w)
     verdict__evidence(v, "gain", bulk / r.nspb);
 }
 
+/* "crypto is not the bottleneck" is said of the process, never of one part of it: only when
+ * all of its record crypto is a small share and all of its TLS was measured. */
+static bool crypto_is_small(const struct summary *s)
+{
+    const char *of;
+
+    return share(s, s->crypto_ns, &of) < 0.05 && !s->unsealed && !s->blind;
+}
+
 static void hardware_aes(struct summary *s, const struct row *w)
 {
     const char *of;
@@ -194,9 +203,11 @@ static void hardware_aes(struct summary *s, const struct row *w)
     v = summary__verdict(
         s, V_HARDWARE_AES, "info", "%s %s uses hardware AES (%s): %s, %s %s%s",
         model__name(s->m, w->cipher), noun(s), w->detail, cost, fmt_pct(&a, sh), of,
-        sh < 0.05 && !s->unsealed ? ": crypto is not the bottleneck; look at reads and records"
-        : s->unsealed             ? " of the records seen (not all of them: no-records)"
-                                  : "");
+        crypto_is_small(s) ? ": crypto is not the bottleneck; look at reads and records"
+        : s->unsealed      ? " of the records seen (not all of them: no-records)"
+        : s->blind         ? " of the records seen; TLS the trace could not measure is not in "
+                             "it (cpu-unexplained)"
+                           : "");
     gain_evidence(v, w);
     verdict__evidence(v, s->share_cpu >= 0 ? "share_cpu" : "share_wall", sh);
 }
@@ -221,26 +232,92 @@ static void reroute(struct summary *s, const struct row *w)
     gain_evidence(v, w);
 }
 
-static void crypto_verdicts(struct summary *s)
-{
-    bool soft = false;
-    int i;
+/* One verdict to give: a row, or the software or hardware part of a mixed one. */
+struct crypto_item {
+    struct row part;
+    const struct row *row; /* the whole row, for its split */
+    enum { CI_REROUTE, CI_SOFTWARE, CI_HARDWARE } kind;
+};
 
-    for (i = 0; i < s->nrows; i++) {
+/* "; software for 99.6 % of the bytes (...), in libvendor.so; hardware for 0.4 % ..." after a
+ * verdict on one part of a mixed row. */
+static void split_suffix(struct verdict *v, const struct row *w)
+{
+    size_t n = strlen(v->text);
+
+    if (!w->mixed || n + 16 >= sizeof(v->text))
+        return;
+    n += (size_t)snprintf(v->text + n, sizeof(v->text) - n, "; this cipher's records: ");
+    if (n + 1 < sizeof(v->text))
+        wsplit__text(&w->split, v->text + n, sizeof(v->text) - n);
+}
+
+static int items_of(struct summary *s, struct crypto_item *it, int max)
+{
+    int i, n = 0;
+
+    for (i = 0; i < s->nrows && n + 2 <= max; i++) {
         const struct row *w = &s->rows[i];
 
-        if (row_is(s, w, "hw") || row_is(s, w, "soft"))
-            reroute(s, w);
+        if (row_is(s, w, "hw") || row_is(s, w, "soft")) {
+            it[n].part = *w, it[n].row = w, it[n++].kind = CI_REROUTE;
+            continue;
+        }
         if (!row_is(s, w, "native") || !impl__is_aes_gcm(model__name(s->m, w->cipher)))
             continue;
-        if (w->cls == IMPL_TABLE || w->cls == IMPL_VECTOR) {
-            software_aes(s, w);
-            if (!soft)
-                chacha_what_if(s, w);
-            soft = true;
-        } else if (w->cls == IMPL_HARDWARE) {
-            hardware_aes(s, w);
+        if (w->split.g[WG_SOFTWARE].bytes ||
+            (!w->split.bytes && wgroup_of(w->cls) == WG_SOFTWARE)) {
+            it[n].row = w, it[n].kind = CI_SOFTWARE;
+            summary__row_part(s, w, WG_SOFTWARE, &it[n++].part);
         }
+        if (w->split.g[WG_HARDWARE].bytes || (!w->split.bytes && w->cls == IMPL_HARDWARE)) {
+            it[n].row = w, it[n].kind = CI_HARDWARE;
+            summary__row_part(s, w, WG_HARDWARE, &it[n++].part);
+        }
+    }
+    return n;
+}
+
+/* The headline is where the CPU went: the verdicts on records, most crypto time first (a
+ * stable order for equal times: the rows' own). */
+static void sort_items(struct crypto_item *it, int n)
+{
+    static struct crypto_item tmp;
+
+    for (int i = 1; i < n; i++) {
+        int k = i;
+
+        tmp = it[i];
+        for (; k > 0 && it[k - 1].part.crypto_ns < tmp.part.crypto_ns; k--)
+            it[k] = it[k - 1];
+        it[k] = tmp;
+    }
+}
+
+static void crypto_verdicts(struct summary *s)
+{
+    static struct crypto_item it[2 * MAX_ROWS];
+    int i, n = items_of(s, it, 2 * MAX_ROWS);
+    bool soft = false;
+
+    sort_items(it, n);
+    for (i = 0; i < n; i++) {
+        const struct row *w = &it[i].part;
+        int before = s->nv;
+
+        if (it[i].kind == CI_REROUTE) {
+            reroute(s, w);
+            continue;
+        }
+        if (it[i].kind == CI_SOFTWARE)
+            software_aes(s, w);
+        else
+            hardware_aes(s, w);
+        if (s->nv > before)
+            split_suffix(&s->v[before], it[i].row);
+        if (it[i].kind == CI_SOFTWARE && !soft)
+            chacha_what_if(s, w);
+        soft |= it[i].kind == CI_SOFTWARE;
     }
 }
 
@@ -248,6 +325,7 @@ void verdicts__build(struct summary *s)
 {
     if (s->out) /* first: bytes sent in no record seen, before any verdict on the records */
         verdicts_blind_out(s);
+    verdicts_unexplained(s); /* TLS the trace could not measure: before any verdict on crypto */
     crypto_verdicts(s);
     if (s->out) {          /* the read-side and blind-spot verdicts are the decrypting summary's */
         verdicts_reach(s); /* but records sealed outside any traced write are this side's */

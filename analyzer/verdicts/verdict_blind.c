@@ -470,3 +470,53 @@ void verdicts_blind_out(struct summary *s)
     verdict__evidence(v, "sealed_pt_bytes", (double)st->rec_pt);
     verdict__evidence(v, "unsealed_bytes", (double)s->unsealed);
 }
+
+/* "the trace explains 0.08 ms (0.04 %) of the process's 214 ms of CPU": said first for a
+ * process with TLS the trace could not measure, so that no figure below reads as the whole. */
+static void unexplained(struct summary *s, uint32_t ti)
+{
+    const struct trace *t = &s->m->traces[ti];
+    char name[512], tail[160] = "";
+    uint64_t hs, ex = weights__explained_ns(s->m, ti, &hs);
+    int64_t cpu = trace__cpu_ns(t);
+    int n = weights__blind(s, t, name, sizeof(name));
+    struct fmtbuf a, b, c, d, e, f;
+    struct verdict *v;
+
+    if (!n)
+        return;
+    if (n > 1)
+        snprintf(tail, sizeof(tail), " and %d more blind spot%s (the blind verdicts below)", n - 1,
+                 n == 2 ? "" : "s");
+    if (cpu <= 0) {
+        v = summary__verdict(s, V_CPU_UNEXPLAINED, "blind",
+                             "%s: %s%s is not measured, and the process's CPU is "
+                             "unknown (%s): how much of it the trace explains cannot be said; no "
+                             "verdict here judges whether crypto is the bottleneck",
+                             t->file, name, tail,
+                             t->has_end ? "not in the end line" : "no end line");
+        verdict__evidence(v, "explained_ns", (double)ex);
+        return;
+    }
+    double sh = (double)ex / (double)cpu > 1 ? 1 : (double)ex / (double)cpu;
+    v = summary__verdict(s, V_CPU_UNEXPLAINED, "blind",
+                         "%s: the trace explains %s (%s) of the process's %s of CPU (record "
+                         "crypto %s, handshakes %s); the other %s is not accounted for, and "
+                         "%s%s, which the trace could not measure, is in it: no verdict "
+                         "here judges whether crypto is the bottleneck",
+                         t->file, fmt_ns(&a, (double)ex), fmt_pct(&b, sh), fmt_ns(&c, (double)cpu),
+                         fmt_ns(&d, (double)(ex - hs)), fmt_ns(&e, (double)hs), fmt_pct(&f, 1 - sh),
+                         name, tail);
+    verdict__evidence(v, "explained_ns", (double)ex);
+    verdict__evidence(v, "cpu_ns", (double)cpu);
+    verdict__evidence(v, "share_explained", sh);
+    verdict__evidence(v, "blind", (double)n);
+}
+
+void verdicts_unexplained(struct summary *s)
+{
+    if (s->out) /* the process's blind spots are said once, with the decrypting side */
+        return;
+    for (size_t i = 0; i < s->m->ntraces; i++)
+        unexplained(s, (uint32_t)i);
+}
