@@ -140,6 +140,7 @@ static const struct half aes_halves[TLSM_AES_N] = {
     [TLSM_AES_BSAES] = {IMPL_VECTOR, "bit-sliced (bsaes; runs under 8 blocks: table AES_encrypt)"},
     [TLSM_AES_VPAES] = {IMPL_VECTOR, "vpaes (byte shuffles)"},
     [TLSM_AES_TABLE] = {IMPL_TABLE, "table (AES_encrypt)"},
+    [TLSM_AES_TABLE_C] = {IMPL_TABLE, "C table (AES_encrypt)"},
 };
 
 static const struct half bsaes_short = {
@@ -151,6 +152,7 @@ static const struct half ghash_halves[TLSM_GHASH_N] = {
     [TLSM_GHASH_PMULL] = {IMPL_HARDWARE, "PMULL"},
     [TLSM_GHASH_NEON] = {IMPL_VECTOR, "NEON 8-bit multiplies"},
     [TLSM_GHASH_4BIT] = {IMPL_TABLE, "4-bit table"},
+    [TLSM_GHASH_4BIT_C] = {IMPL_TABLE, "C 4-bit table"},
 };
 
 /* The entry for code i (-1: a name the schema does not know), NULL when none. */
@@ -181,11 +183,18 @@ static bool classify_code(const struct trace *t, const struct bucket *b, struct 
              a->cls == IMPL_HARDWARE ? "" : " in software", g->text,
              g->cls == IMPL_HARDWARE ? "" : " in software",
              e->stitched ? "; stitched AES-GCM kernel for bulk" : "");
-    snprintf(r->evidence, sizeof(r->evidence),
-             "impl event %lld: the GCM context's functions are %s AES and %s GHASH (identified "
-             "from their instructions)%s",
-             (long long)e->id, e->aes, e->ghash,
-             b->impl_other_ct ? "; some records name another implementation" : "");
+    if (ai == TLSM_AES_TABLE_C)
+        snprintf(r->evidence, sizeof(r->evidence),
+                 "impl event %lld: the GCM context has no GHASH function pointer and its block "
+                 "is table AES_encrypt: an OpenSSL built without its assembler modules%s",
+                 (long long)e->id,
+                 b->impl_other_ct ? "; some records name another implementation" : "");
+    else
+        snprintf(r->evidence, sizeof(r->evidence),
+                 "impl event %lld: the GCM context's functions are %s AES and %s GHASH "
+                 "(identified from their instructions)%s",
+                 (long long)e->id, e->aes, e->ghash,
+                 b->impl_other_ct ? "; some records name another implementation" : "");
     return true;
 }
 

@@ -182,6 +182,34 @@ static void chacha_what_if(struct summary *s, const struct row *w)
     verdict__evidence(v, "gain", bulk / r.nspb);
 }
 
+/* Once per copy whose impl event names OpenSSL's C code for AES and GHASH (no GHASH pointer
+ * beside a table block: model/impl.c), after the first software verdict: the rebuild to ask for. */
+static void no_asm(struct summary *s)
+{
+    for (size_t i = 0; i < s->m->ntraces; i++) {
+        const struct trace *t = &s->m->traces[i];
+        for (int k = 0; k < t->nimpls; k++) {
+            const struct impl_ev *e = &t->impls[k];
+            const struct lib *l = trace__lib(t, e->lib);
+            bool again = false;
+            if (strcmp(e->aes, tlsm_aes_name(TLSM_AES_TABLE_C)))
+                continue;
+            for (int j = 0; j < k; j++)
+                again |= t->impls[j].lib == e->lib && !strcmp(t->impls[j].aes, e->aes);
+            if (!again)
+                summary__verdict(s, V_NO_ASM, "problem",
+                                 "AES and GHASH in C: this OpenSSL was built without its "
+                                 "assembler modules (%s, %s): its GCM context holds no GHASH "
+                                 "function and a table AES_encrypt; built with them (a Configure "
+                                 "target such as linux-x86_64 or linux-aarch64, without no-asm) "
+                                 "it uses the CPU's AES and carry-less multiply instructions "
+                                 "where the CPU has them",
+                                 l && l->path ? l->path : "unknown copy",
+                                 l && l->version ? l->version : "version unknown");
+        }
+    }
+}
+
 /* "crypto is not the bottleneck" is said of the process, never of one part of it: only when
  * all of its record crypto is a small share and all of its TLS was measured. */
 static bool crypto_is_small(const struct summary *s)
@@ -316,7 +344,7 @@ static void crypto_verdicts(struct summary *s)
         if (s->nv > before)
             split_suffix(&s->v[before], it[i].row);
         if (it[i].kind == CI_SOFTWARE && !soft)
-            chacha_what_if(s, w);
+            no_asm(s), chacha_what_if(s, w);
         soft |= it[i].kind == CI_SOFTWARE;
     }
 }

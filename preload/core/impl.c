@@ -7,7 +7,13 @@
  *             block at 384, key at 392
  * (3.0 checked against Debian 3.0.19's CRYPTO_gcm128_decrypt_ctr32: ghash 0x168(%rdi),
  * gmult 0x160, block 0x178, key 0x180; 1.1.1 against Debian 11's 1.1.1w: ghash 0x168,
- * gmult 0x160, mres 0x170.) Other versions: nothing is read. */
+ * gmult 0x160, mres 0x170.) Other versions: nothing is read.
+ * Built without assembler (1.1.1-3.1, `no-asm` or a target with no modules): neither
+ * GHASH_ASM nor OPENSSL_CPUID_OBJ is defined, so CRYPTO_gcm128_init zeroes the context and
+ * sets only block and key: gmult and ghash stay NULL and gcm128.c calls its static C
+ * gcm_gmult_4bit/gcm_ghash_4bit directly; block is aes_core.c's C AES_encrypt and there is no
+ * CTR function (AES_CTR_ASM undefined). Any build with assembler sets both pointers on x86_64
+ * and aarch64 (checked in 3.0.22's and 1.1.1w's gcm128.c and cipher_aes_gcm_hw.c / e_aes.c). */
 #include "core/impl.h"
 #include "arch/arch.h"
 #include "base/codeid.h"
@@ -122,6 +128,16 @@ static enum tlsm_ghash ghash_code(const struct tlsm_code *g)
                                        : TLSM_GHASH_UNKNOWN;
 }
 
+/* OpenSSL's C code for both halves, read from the context (the header comment): a verified
+ * layout of 1.1.1-3.1, no GHASH pointer, no CTR function, and a block that is table AES with
+ * no vector or crypto instruction, inside a loaded object. */
+static bool c_only(const struct key *k, enum tlsm_aes aes, const struct tlsm_code *b)
+{
+    enum layout l = layout_of(k->lib);
+    return (l == LAYOUT_30 || l == LAYOUT_111) && !k->ghash && !k->gmult && !k->stream &&
+           aes == TLSM_AES_TABLE && b->found && b->bounded && !b->isa;
+}
+
 /* One function's keys: fn_WHAT_module, _off (module-relative: the .symtab value), _size
  * (from its FDE, -1 unknown), _isa (instruction families in it and its direct callees). */
 static void fn_keys(struct tlsm_json *j, const char *what, const void *fn)
@@ -154,6 +170,8 @@ static void build(struct impl *m)
         tlsm_code_identify(k->stream, &s);
     enum tlsm_aes aes = aes_code(&b, &s);
     enum tlsm_ghash gh = ghash_code(&g);
+    if (c_only(k, aes, &b))
+        aes = TLSM_AES_TABLE_C, gh = TLSM_GHASH_4BIT_C;
     tlsm_json_begin(&j, m->line, sizeof(m->line), TLSM_EV(IMPL));
     tlsm_json_int(&j, "id", m->id);
     tlsm_json_int(&j, "lib", k->lib->lib_id);

@@ -1,0 +1,127 @@
+/* otaget.c: the stand-in for an OTA downloader: fetches a manifest with the system libcurl
+ * (system OpenSSL 3), then the image through the vendor SDK libfoundation.so (its own
+ * OpenSSL built without assembler modules, tests/vendor/noasm-build), both linked at start;
+ * -l loads the SDK with dlopen after the manifest instead. Prints each body's size and digest.
+ *   otaget -p PORT -c CAFILE -m MANIFEST -f IMAGE [-l SDK.so]
+ * libcurl's development headers are not needed (Debian's libcurl4 is enough): the few easy
+ * calls it makes are declared here, with the option numbers of curl.h (CURLOPTTYPE_* + n),
+ * which libcurl keeps stable across its ABI 4. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef void CURL;
+struct curl_slist;
+CURL *curl_easy_init(void);
+int curl_easy_setopt(CURL *c, int opt, ...);
+int curl_easy_perform(CURL *c);
+void curl_easy_cleanup(CURL *c);
+const char *curl_easy_strerror(int code);
+struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s);
+void curl_slist_free_all(struct curl_slist *l);
+
+enum {
+    OPT_WRITEDATA = 10001,
+    OPT_URL = 10002,
+    OPT_WRITEFUNCTION = 20011,
+    OPT_CAINFO = 10065,
+    OPT_RESOLVE = 10203,
+    OPT_FAILONERROR = 45,
+};
+
+/* vendor_https_get of libfoundation.so (tests/vendor/vendor.c); weak, so that the same
+ * source links without the SDK for -l (otaget-plugin). */
+long vendor_https_get(int port, const char *path, const char *cafile, char *sha)
+    __attribute__((weak));
+typedef long (*get_fn)(int, const char *, const char *, char *);
+
+struct sink {
+    uint64_t fnv; /* FNV-1a over the body: enough to tell a changed manifest */
+    long n;
+};
+
+static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
+{
+    struct sink *s = arg;
+    size_t n = sz * nm;
+    for (size_t i = 0; i < n; i++)
+        s->fnv = (s->fnv ^ (unsigned char)p[i]) * 0x100000001b3ull;
+    s->n += (long)n;
+    return n;
+}
+
+/* The manifest over libcurl: https://localhost:PORT/PATH pinned to 127.0.0.1. */
+static int manifest(int port, const char *ca, const char *path)
+{
+    char url[512], pin[64];
+    struct sink s = {0xcbf29ce484222325ull, 0};
+    CURL *c = curl_easy_init();
+    if (!c)
+        return 1;
+    snprintf(url, sizeof(url), "https://localhost:%d/%s", port, path);
+    snprintf(pin, sizeof(pin), "localhost:%d:127.0.0.1", port);
+    struct curl_slist *res = curl_slist_append(NULL, pin);
+    curl_easy_setopt(c, OPT_URL, url);
+    curl_easy_setopt(c, OPT_RESOLVE, res);
+    curl_easy_setopt(c, OPT_CAINFO, ca);
+    curl_easy_setopt(c, OPT_FAILONERROR, 1L);
+    curl_easy_setopt(c, OPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, OPT_WRITEDATA, &s);
+    int rc = curl_easy_perform(c);
+    if (rc)
+        fprintf(stderr, "otaget: manifest: %s\n", curl_easy_strerror(rc));
+    else
+        printf("manifest bytes=%ld fnv=%016llx\n", s.n, (unsigned long long)s.fnv);
+    curl_easy_cleanup(c);
+    curl_slist_free_all(res);
+    return rc != 0;
+}
+
+int main(int argc, char **argv)
+{
+    int port = 0, c;
+    const char *ca = NULL, *man = NULL, *img = NULL, *plugin = NULL;
+    while ((c = getopt(argc, argv, "p:c:m:f:l:")) != -1) {
+        switch (c) {
+        case 'p':
+            port = atoi(optarg);
+            break;
+        case 'c':
+            ca = optarg;
+            break;
+        case 'm':
+            man = optarg;
+            break;
+        case 'f':
+            img = optarg;
+            break;
+        case 'l':
+            plugin = optarg;
+            break;
+        default:
+            return 2;
+        }
+    }
+    if (!port || !ca || !man || !img) {
+        fprintf(stderr, "usage: otaget -p PORT -c CAFILE -m MANIFEST -f IMAGE [-l SDK.so]\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (manifest(port, ca, man))
+        return 1;
+    get_fn get = vendor_https_get;
+    if (plugin || !get) {
+        void *h = plugin ? dlopen(plugin, RTLD_NOW | RTLD_LOCAL) : NULL;
+        if (!h || !(get = (get_fn)dlsym(h, "vendor_https_get"))) {
+            fprintf(stderr, "otaget: %s\n", plugin ? dlerror() : "no SDK: -l SDK.so");
+            return 2;
+        }
+    }
+    char sha[65] = "";
+    long n = get(port, img, ca, sha);
+    printf("image bytes=%ld sha256=%s\n", n, sha);
+    return n < 0;
+}
