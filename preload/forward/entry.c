@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -194,7 +195,21 @@ static void unmap_last(uint8_t *p)
     npages--;
 }
 
+/* Patches are made one at a time: at start, and later from the thread whose dlopen loaded a
+ * copy while others run. No loader call happens under this lock (dl_iterate_phdr only, whose
+ * callbacks take no tlsmeter lock). */
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool patch_locked(void *fn, void *hook, char *why, size_t whycap);
+
 bool tlsm_entry_patch(void *fn, void *hook, char *why, size_t whycap)
+{
+    pthread_mutex_lock(&patch_lock);
+    bool ok = patch_locked(fn, hook, why, whycap);
+    pthread_mutex_unlock(&patch_lock);
+    return ok;
+}
+
+static bool patch_locked(void *fn, void *hook, char *why, size_t whycap)
 {
     uintptr_t f = (uintptr_t)fn;
     size_t ps = (size_t)sysconf(_SC_PAGESIZE), skip = 0, copied = 0;

@@ -17,6 +17,8 @@
  *   patching dlopen, records whose object is no longer listed die; a record found again at
  *   the same place counts only while its slots still hold the hooks and its targets live. */
 #include "forward/got.h"
+#include "forward/listing.h"
+#include "forward/late.h"
 #include "base/elfdyn.h"
 #include "base/json.h"
 #include "trace/log.h"
@@ -39,7 +41,6 @@
 #define MAX_GOT_SLOTS 128
 #define CHUNK_OBJS    32
 #define MAX_CHUNKS    64 /* 2048 patched objects loaded at once; then one notice */
-#define MAX_NEW       64
 
 struct got_slot {
     uintptr_t addr, orig;
@@ -70,9 +71,12 @@ struct got_obj {
     int nslots;
     _Atomic int state;
     _Atomic unsigned seq;
+    uint64_t born; /* tlsm_got_births when it was published */
 };
 
 static struct got_obj *_Atomic chunks[MAX_CHUNKS];
+/* Advanced by every publish: a listing taken before a record was born says nothing of it. */
+_Atomic uint64_t tlsm_got_births;
 static _Atomic int ngobjs; /* published records, in chunk order */
 static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;
@@ -181,84 +185,8 @@ void *tlsm_got_self_hook(enum tlsm_fn id)
     return init_names() && id >= 0 && id < TLSM_FN_COUNT ? hook_addr[id] : NULL;
 }
 
-/* The loaded objects as dl_iterate_phdr lists them, copied out of its callback (which runs
- * under the loader's lock: nothing but memory reads there). Sized by a first count, in an
- * anonymous mapping: no malloc, which a program may have replaced. */
-struct listed {
-    uintptr_t base;
-    const void *phdr;
-    uint64_t name; /* FNV-1a of its file name: small plugins share base and phdr offsets */
-    const ElfW(Phdr) * ph;
-    int phnum;
-};
-struct listing {
-    struct listed *v;
-    size_t n, cap, bytes;
-    bool truncated;
-};
-
-static int count_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)info, (void)size;
-    ++*(size_t *)arg;
-    return 0;
-}
-
-static uint64_t name_hash(const char *n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; n && *n; n++)
-        h = (h ^ (uint8_t)*n) * 0x100000001b3ull;
-    return h;
-}
-
-static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct listing *l = arg;
-    (void)size;
-    if (l->n == l->cap) {
-        l->truncated = true;
-        return 1;
-    }
-    l->v[l->n++] = (struct listed){info->dlpi_addr, info->dlpi_phdr, name_hash(info->dlpi_name),
-                                   info->dlpi_phdr, info->dlpi_phnum};
-    return 0;
-}
-
-static bool list_objects(struct listing *l)
-{
-    size_t n = 0;
-    dl_iterate_phdr(count_cb, &n);
-    memset(l, 0, sizeof(*l));
-    l->cap = n + 64; /* room for a few loaded between the two passes */
-    l->bytes = (l->cap * sizeof(struct listed) + 4095) & ~(size_t)4095;
-    l->v = mmap(NULL, l->bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (l->v == MAP_FAILED) {
-        l->v = NULL;
-        return false;
-    }
-    dl_iterate_phdr(list_cb, l);
-    return !l->truncated;
-}
-
-static void listing_free(struct listing *l)
-{
-    if (l->v)
-        munmap(l->v, l->bytes);
-    l->v = NULL;
-}
-
-static const struct listed *listed(const struct listing *l, uintptr_t base, const void *phdr,
-                                   uint64_t name)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].base == base && l->v[i].phdr == phdr && l->v[i].name == name)
-            return &l->v[i];
-    return NULL;
-}
-
 /* Records whose object is not in a complete listing died with it. */
-static void sweep(const struct listing *l)
+static void sweep(const struct tlsm_listing *l)
 {
     int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
     for (int i = 0; i < n; i++) {
@@ -266,18 +194,24 @@ static void sweep(const struct listing *l)
         if (!g)
             continue;
         unsigned sq = read_begin(g);
-        bool gone = atomic_load(&g->state) == G_LIVE && !listed(l, g->base, g->phdr, g->name);
+        bool gone =
+            atomic_load(&g->state) == G_LIVE && !tlsm_listing_find(l, g->base, g->phdr, g->name);
         if (gone && read_ok(g, sq))
             kill_if(g, sq);
     }
 }
 
+void tlsm_got_sweep(const struct tlsm_listing *l)
+{
+    sweep(l);
+}
+
 void tlsm_got_after_dlclose(void)
 {
-    struct listing l = {0};
-    if (atomic_load_explicit(&ngobjs, memory_order_acquire) && list_objects(&l))
+    struct tlsm_listing l = {0};
+    if (atomic_load_explicit(&ngobjs, memory_order_acquire) && tlsm_listing_take(&l))
         sweep(&l);
-    listing_free(&l);
+    tlsm_listing_free(&l);
 }
 
 /* Is [start, end) still the object lm (a target copy of a record)? */
@@ -448,6 +382,7 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
                 done++;
         }
         atomic_store(&g->used, 0);
+        g->born = atomic_fetch_add(&tlsm_got_births, 1) + 1;
         atomic_store(&g->state, done ? G_LIVE : G_DEAD);
         atomic_store_explicit(&g->seq, sq + 1, memory_order_release);
     }
@@ -457,7 +392,7 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
 
 /* One object the dlopen loaded: its slots and their targets found (dl* calls, no lock held),
  * then published with the slots rewritten. */
-static void patch_object(void *root, const struct listed *obj, bool fresh)
+static void patch_object(void *root, const struct tlsm_listed *obj, bool fresh)
 {
     struct got_obj s;
     struct dl_find_object f;
@@ -513,91 +448,26 @@ static void patch_object(void *root, const struct listed *obj, bool fresh)
             atomic_fetch_or(&s.to[id]->reach, TLSM_REACH_GOT);
 }
 
-/* The objects this dlopen's scope covers: the handle's object and its DT_NEEDED closure,
- * each found by dlopen(name, RTLD_NOLOAD), which matches loaded objects by name and soname
- * exactly as ld.so matched them, and holds each one while tlsmeter reads and writes it (the
- * program's handle holds them too; another thread's objects are never read). Those new since
- * the listing before the dlopen were loaded with this scope first; the others get only the
- * slots bound to exactly what the scope defines. */
-struct scope_obj {
-    const struct link_map *lm;
-    void *h; /* our own NOLOAD handle, NULL for the root */
-};
-
-static int scope_closure(void *root_h, struct scope_obj *out, int cap)
+/* The GOT slots of one object a RTLD_DEEPBIND dlopen's scope covers (held by that dlopen). */
+void tlsm_got_patch_held(void *h, const struct tlsm_listed *obj, bool fresh)
 {
-    struct link_map *root = NULL;
-    if (dlinfo(root_h, RTLD_DI_LINKMAP, &root) != 0 || !root)
-        return 0;
-    int n = 0;
-    out[n++] = (struct scope_obj){root, NULL};
-    for (int i = 0; i < n; i++) {
-        const char *need[MAX_NEW];
-        int k = tlsm_elf_needed(out[i].lm, need, MAX_NEW);
-        for (int j = 0; j < k && n < cap; j++) {
-            void *h = tlsm_real_dlopen(need[j], RTLD_LAZY | RTLD_NOLOAD);
-            struct link_map *lm = NULL;
-            if (!h)
-                continue;
-            bool seen = dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm;
-            for (int m = 0; m < n && !seen; m++)
-                seen = out[m].lm == lm;
-            if (seen)
-                tlsm_real_dlclose(h);
-            else
-                out[n++] = (struct scope_obj){lm, h};
-        }
-    }
-    return n;
+    if (init_names())
+        patch_object(h, obj, fresh);
 }
 
-/* The listing's entry of a held object: its base, and its PT_DYNAMIC where its l_ld is. */
-static const struct listed *entry_of(const struct listing *l, const struct link_map *lm)
-{
-    for (size_t i = 0; i < l->n; i++) {
-        const struct listed *o = &l->v[i];
-        if (o->base != lm->l_addr)
-            continue;
-        for (int k = 0; k < o->phnum; k++)
-            if (o->ph[k].p_type == PT_DYNAMIC && o->base + o->ph[k].p_vaddr == (uintptr_t)lm->l_ld)
-                return o;
-    }
-    return NULL;
-}
-
-static void patch_scope(void *h, const struct listing *before, const struct listing *after)
-{
-    struct scope_obj objs[MAX_NEW];
-    int n = scope_closure(h, objs, MAX_NEW);
-    for (int i = 0; i < n; i++) {
-        const struct listed *o = entry_of(after, objs[i].lm);
-        if (o && o->phnum)
-            patch_object(h, o, !listed(before, o->base, o->phdr, o->name));
-    }
-    for (int i = 0; i < n; i++)
-        if (objs[i].h)
-            tlsm_real_dlclose(objs[i].h);
-}
-
-/* The program's RTLD_DEEPBIND dlopen of a path (hook_dl.c decides). No tlsmeter lock is held
- * across the real dlopen: its constructors may dlopen again, from this thread or others. */
+/* The program's RTLD_DEEPBIND dlopen of a path, where no return through the caller's own code
+ * could be arranged (hook_dl.c decides): caller identity changes nothing for a path. No
+ * tlsmeter lock is held across the real dlopen: its constructors may dlopen again, from this
+ * thread or others. */
 void *tlsm_got_dlopen(const char *file, int mode)
 {
-    struct listing before = {0}, after = {0};
-    bool ok = list_objects(&before);
-    if (ok)
-        sweep(&before);
+    struct tlsm_listing before = {0};
+    bool ok = tlsm_listing_take(&before);
     void *h = tlsm_real_dlopen(file, mode);
     int saved = errno;
-    if (h && ok && init_names()) {
-        tlsm_th.guard++;
-        if (list_objects(&after))
-            patch_scope(h, &before, &after);
-        listing_free(&after);
-        dlerror(); /* our lookups' misses are not the program's: its dlopen succeeded */
-        tlsm_th.guard--;
-    }
-    listing_free(&before);
+    if (h && ok)
+        tlsm_reach_after(h, mode, &before);
+    tlsm_listing_free(&before);
     errno = saved;
     return h;
 }

@@ -7,6 +7,7 @@
 #include "forward/resolve.h"
 
 #include <link.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 struct tlsm_obj;
@@ -35,6 +36,15 @@ void *tlsm_got_self_hook(enum tlsm_fn id);
 /* After a dlclose that succeeded: the records of objects no longer loaded die (a nested
  * dlclose may have been deferred to this one). */
 void tlsm_got_after_dlclose(void);
+struct tlsm_listing;
+struct tlsm_listed;
+/* Counts published records; a listing keeps its value from before it was taken. */
+extern _Atomic uint64_t tlsm_got_births;
+/* Records born before l was taken whose object is not in it die. */
+void tlsm_got_sweep(const struct tlsm_listing *l);
+/* The GOT slots of obj, an object the RTLD_DEEPBIND dlopen h loaded or covers, held by h
+ * (fresh: new since that dlopen began, so loaded with its scope). */
+void tlsm_got_patch_held(void *h, const struct tlsm_listed *obj, bool fresh);
 void tlsm_got_atfork(bool take);
 /* One aligned pointer store at addr in the object whose program headers and load base are
  * given, inside an mprotect of its page when the loader made it read-only (RELRO), restored

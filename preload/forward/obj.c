@@ -265,6 +265,8 @@ static void write_lib_event(struct tlsm_obj *o)
     char reach[32];
     if (atomic_load(&o->reach))
         tlsm_json_str(&j, "reach", tlsm_reach_name(atomic_load(&o->reach), reach, sizeof(reach)));
+    if (o->late) /* reached once a dlopen had loaded it and run its constructors */
+        tlsm_json_bool(&j, "late", true);
     if (o->abi.kind == TLSM_ABI_OLD || o->abi.kind == TLSM_ABI_FOREIGN)
         tlsm_json_str(&j, "left_alone",
                       o->abi.kind == TLSM_ABI_FOREIGN ? "other_tls" : "openssl_1");

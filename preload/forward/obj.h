@@ -33,11 +33,16 @@ struct tlsm_obj {
      * (old, foreign) has none: tlsmeter never calls into it, record.c tracks none of its
      * contexts, the SSL hooks only forward. */
     struct tlsm_abi abi;
-    bool stale;       /* dlclose() happened since: do not reuse for new callers */
+    bool stale; /* dlclose() happened since: do not reuse for new callers */
     /* Issue 15: how calls that ordinary interposition misses reach the hooks (TLSM_REACH_*
      * bits); 0: only through the linker's own binding. */
     _Atomic unsigned reach;
     unsigned lib_gen; /* trace file generation its lib line was written to */
+    /* A return instruction in its code that a dlopen it makes can return through (late.c):
+     * state 0 not looked for, 1 found, -1 none. */
+    uintptr_t ret_gadget;
+    _Atomic int ret_state;
+    bool late; /* a copy reached after start, once its constructors had run (late.c) */
 };
 
 /* The object containing addr, registered on first sight (under the registry's own lock, taken

@@ -135,7 +135,7 @@ static bool exports_cipher(const struct link_map *lm)
  * text and does not export EVP_CipherUpdate, or binds to itself first, or is the program
  * (its own calls never cross a PLT: node carries OpenSSL in its executable). The cheap
  * questions first: the string search (marks.c) is the expensive one. */
-static bool judge_copy(const struct dl_phdr_info *info, const struct link_map *lm,
+bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *lm,
                        struct tlsm_table_copy *c)
 {
     bool named = lm->l_name && lm->l_name[0], symbolic = tlsm_elf_flags(lm).symbolic;
@@ -178,7 +178,7 @@ static int find_copies(struct tlsm_table_copy *out, int max)
         b.seen = b.n = 0;
         dl_iterate_phdr(batch_cb, &b);
         for (int i = 0; i < b.n && kept < max; i++)
-            kept += judge_copy(&b.obj[i], b.lm[i], &out[kept]);
+            kept += tlsm_tables_judge(&b.obj[i], b.lm[i], &out[kept]);
     } while (b.n == (int)(sizeof(b.obj) / sizeof(b.obj[0])) && kept < max);
     return kept;
 }

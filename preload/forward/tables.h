@@ -22,9 +22,9 @@ struct tlsm_cipher_table {
     struct tlsm_obj *lib;
     const char *cipher; /* our static name: "AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305" */
     bool gcm;
-    uintptr_t disp;                                /* the OSSL_DISPATCH array */
-    void (*orig[TLSM_TBL_FN_MAX + 1])(void);       /* by function id */
-    uintptr_t slot[TLSM_TBL_FN_MAX + 1];           /* where each id's function pointer is */
+    uintptr_t disp;                          /* the OSSL_DISPATCH array */
+    void (*orig[TLSM_TBL_FN_MAX + 1])(void); /* by function id */
+    uintptr_t slot[TLSM_TBL_FN_MAX + 1];     /* where each id's function pointer is */
 };
 
 /* A candidate copy: an object holding OpenSSL 3's version text and its provider names, whose
@@ -38,6 +38,9 @@ struct tlsm_table_copy {
     bool symbolic; /* DT_SYMBOLIC / DF_SYMBOLIC */
 };
 
+/* Is the object info/lm (held by the caller) such a copy? Then c describes it. */
+bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *lm,
+                       struct tlsm_table_copy *c);
 /* Every loaded copy the hooks cannot interpose, up to max. */
 int tlsm_tables_copies(struct tlsm_table_copy *out, int max);
 /* The cipher tables of copy c, up to max. Returns how many matched OpenSSL 3.0's shapes; a

@@ -5,6 +5,7 @@
  * exit): look for those first (blind_calls.c). */
 #include "forward/blind.h"
 #include "forward/got.h"
+#include "forward/late.h"
 #include "hooks/hook.h"
 #include "base/elfdyn.h"
 #include "trace/config.h"
@@ -13,24 +14,44 @@
 #include <dlfcn.h>
 #include <string.h>
 
-void *tlsm_dlopen_route(const char *file, int mode, const void *ra);
+/* Where the exported dlopen (arch/ARCH/dlopen_thunk.c) goes: fn, and when gadget is set, with
+ * its return address pointing there (a return instruction in the caller's own object, so
+ * glibc still sees the program's caller) and tlsm_dlopen_after run when it returns. */
+struct tlsm_dlopen_route {
+    void *fn;
+    const void *gadget;
+};
+struct tlsm_dlopen_route tlsm_dlopen_route(const char *file, int mode, const void *ra,
+                                           uintptr_t sp);
+void tlsm_dlopen_after(void *handle, uintptr_t sp);
 
-/* The exported dlopen (arch/ARCH/dlopen_thunk.c) jumps where this says, its caller's return address
- * intact. glibc's dlopen uses that address for a bare name's search path, for $ORIGIN and
- * for the DT_RPATH of the new object's loader chain: those dlopens, every dlopen that is not
- * RTLD_DEEPBIND, and our own go straight to libc. The rest (an absolute or relative path,
- * from a caller without DT_RPATH) load the same through tlsm_got_dlopen, which then rewrites
- * the GOT slots that bind past the hooks (issue 15). */
-void *tlsm_dlopen_route(const char *file, int mode, const void *ra)
+/* glibc's dlopen uses its caller's address for a bare name's search path, for $ORIGIN, for
+ * the DT_RPATH of the new objects' loader chain and the namespace, so the real dlopen must
+ * see the program's caller: through a borrowed return (late.c), after which what it loaded
+ * is reached before the program gets the handle. Without one: a RTLD_DEEPBIND dlopen of a
+ * path from a caller without DT_RPATH (where the caller changes nothing) goes through
+ * tlsm_got_dlopen; everything else, and tlsmeter's own calls, straight to libc. */
+struct tlsm_dlopen_route tlsm_dlopen_route(const char *file, int mode, const void *ra, uintptr_t sp)
 {
     struct dl_find_object f;
+    struct tlsm_dlopen_route r = {tlsm_real_dlopen_fn(), NULL};
     tlsm_resolve_before_dlopen();
+    if (tlsm_is_self(ra) || !atomic_load_explicit(&tlsm_active, memory_order_relaxed) ||
+        !tlsm_cfg.patch)
+        return r;
+    r.gadget = tlsm_late_begin(mode, ra, sp);
+    if (r.gadget)
+        return r;
     if (!(mode & RTLD_DEEPBIND) || !file || !strchr(file, '/') || strchr(file, '$') ||
-        tlsm_is_self(ra) || !atomic_load_explicit(&tlsm_active, memory_order_relaxed) ||
-        !tlsm_cfg.patch ||
         (_dl_find_object((void *)ra, &f) == 0 && tlsm_elf_rpath(f.dlfo_link_map)))
-        return tlsm_real_dlopen_fn();
-    return (void *)tlsm_got_dlopen;
+        return r;
+    r.fn = (void *)tlsm_got_dlopen;
+    return r;
+}
+
+void tlsm_dlopen_after(void *handle, uintptr_t sp)
+{
+    tlsm_late_end(handle, sp);
 }
 
 TLSM_EXPORT int dlclose(void *handle)

@@ -29,7 +29,7 @@ static void *own_def(const struct tlsm_table_copy *c, void *h, const char *name)
     return p && _dl_find_object(p, &f) == 0 && f.dlfo_link_map == c->lm ? p : NULL;
 }
 
-static void reach_copy(const struct tlsm_table_copy *c)
+void tlsm_entry_reach_copy(const struct tlsm_table_copy *c)
 {
     const char *path = c->lm->l_name && c->lm->l_name[0] ? c->lm->l_name : NULL;
     void *h = tlsm_real_dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
@@ -73,6 +73,6 @@ void tlsm_entry_reach_init(void)
     int n = tlsm_tables_copies(copies, 8);
     for (int i = 0; i < n; i++)
         if (!tlsm_table_refused(copies[i].lm)) /* a shape we do not know: nothing of it */
-            reach_copy(&copies[i]);
+            tlsm_entry_reach_copy(&copies[i]);
     tlsm_th.guard--;
 }

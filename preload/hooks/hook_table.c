@@ -22,6 +22,7 @@
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
+#include <pthread.h>
 #include <string.h>
 
 #define MAX_TSLOTS 12
@@ -400,8 +401,13 @@ bool tlsm_table_refused(const struct link_map *lm)
     return false;
 }
 
+/* Slots are filled under fill_lock: copies loaded later are reached from the thread whose
+ * dlopen loaded them, while others run. No loader call happens under it. */
+static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_flag slots_said = ATOMIC_FLAG_INIT;
+
 /* One copy: its tables, checked, each into a slot. */
-static void reach_copy(const struct tlsm_table_copy *c)
+void tlsm_table_reach_copy(const struct tlsm_table_copy *c)
 {
     struct tlsm_cipher_table found[3];
     char why[256];
@@ -411,23 +417,38 @@ static void reach_copy(const struct tlsm_table_copy *c)
         tlsm_warn("%s holds %s but its provider tables do not have OpenSSL 3.0's shape (%s): "
                   "left alone, nothing of it is traced",
                   path, c->version, why[0] ? why : "no AES-GCM or ChaCha20-Poly1305 table found");
+        pthread_mutex_lock(&fill_lock);
         if (nrefused < 8)
             refused[nrefused++] = c->lm;
+        pthread_mutex_unlock(&fill_lock);
         return;
     }
     /* Registered from its code: for a position-dependent executable _dl_find_object reports
      * the range of the segment asked about, and the program's calls come from its code. */
     struct tlsm_obj *o = tlsm_obj_of((const void *)found[0].orig[OSSL_FUNC_CIPHER_UPDATE]);
-    for (int k = 0; k < n && nslots < MAX_TSLOTS; k++) {
+    int left = 0, done = 0;
+    pthread_mutex_lock(&fill_lock);
+    for (int k = 0; k < n && o; k++) {
+        if (nslots == MAX_TSLOTS) {
+            left = n - k;
+            break;
+        }
         struct tslot *s = &slots[nslots];
         memset(s, 0, sizeof(*s));
         s->copy = *c;
         s->t = found[k];
         s->t.lib = o;
-        if (o && install(s, nslots))
+        if (install(s, nslots)) {
             nslots++;
+            done++;
+        }
     }
-    if (o)
+    pthread_mutex_unlock(&fill_lock);
+    if (left && !atomic_flag_test_and_set(&slots_said))
+        tlsm_warn("%s: %d provider table(s) not reached: all %d table slots are in use (one per "
+                  "table of each copy reached); its records are not traced",
+                  path, left, MAX_TSLOTS);
+    if (o && done)
         atomic_fetch_or(&o->reach, TLSM_REACH_TABLE);
 }
 
@@ -440,6 +461,6 @@ void tlsm_table_reach_init(void)
     tlsm_th.guard++;
     int n = tlsm_tables_copies(copies, 8);
     for (int i = 0; i < n; i++)
-        reach_copy(&copies[i]);
+        tlsm_table_reach_copy(&copies[i]);
     tlsm_th.guard--;
 }

@@ -12,6 +12,10 @@
 
 void tlsm_table_reach_init(void);
 void tlsm_entry_reach_init(void);
+/* One copy (held by the caller), at start or once a dlopen loaded it: its provider tables;
+ * its SSL_* entry points (and its socket reads where SSL_read stays out of reach). */
+void tlsm_table_reach_copy(const struct tlsm_table_copy *c);
+void tlsm_entry_reach_copy(const struct tlsm_table_copy *c);
 /* Was lm's table shape refused (then nothing else touches it)? */
 bool tlsm_table_refused(const struct link_map *lm);
 /* c's SSL_read cannot be reached: rewrite its libc socket reads. */
