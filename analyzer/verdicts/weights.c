@@ -419,18 +419,21 @@ void weights__copies_text(FILE *out, const struct summary *s)
 {
     struct copy_fig f[REACH_MAX_FIGS];
     struct wsplit w[REACH_MAX_FIGS];
-    int n = reach__copies(s, f, REACH_MAX_FIGS, NULL), k, with = 0;
+    int n = reach__copies(s, f, REACH_MAX_FIGS, NULL), order[REACH_MAX_FIGS], k, i, with = 0;
 
     if (s->out || !s->split.bytes)
         return;
-    for (k = 0; k < n; k++) {
+    for (k = 0; k < n; k++) { /* most bytes first, the copies' own order on a tie */
         weights__copy(s, f[k].t, f[k].l, &w[k]);
         with += w[k].bytes > 0;
+        for (i = k; i > 0 && w[order[i - 1]].bytes < w[k].bytes; i--)
+            order[i] = order[i - 1];
+        order[i] = k;
     }
     if (with < 2 && !s->split.g[WG_UNMEASURED].bytes)
         return; /* one copy: the instances above say it all */
     fprintf(out, "  by copy (share of the bytes decrypted and of the crypto time):\n");
     for (k = 0; k < n; k++)
-        if (w[k].bytes)
-            copy_line(out, s, &f[k], &w[k]);
+        if (w[order[k]].bytes)
+            copy_line(out, s, &f[order[k]], &w[order[k]]);
 }
