@@ -275,7 +275,7 @@ void weights__copy(const struct summary *s, const struct trace *t, const struct 
         if (&m->traces[b->trace] == t && is_native(m, b) && weights__bucket_copy(m, b) == l)
             add_bucket(m, b, w);
     }
-    if (s->out)
+    if (s->out || !t->reach || !t->reach->ncopies)
         return;
     n = reach__copies(s, f, REACH_MAX_FIGS, NULL);
     for (k = 0; k < n; k++)
@@ -338,6 +338,8 @@ int weights__blind(const struct summary *s, const struct trace *t, char *name, s
         if (!n++ && name)
             blind_name(b, name, cap);
     }
+    if (!t->reach || !t->reach->ncopies)
+        return n; /* no socket reads: nothing unmeasured (and a fleet skips the copies' pass) */
     nf = reach__copies(s, f, REACH_MAX_FIGS, NULL);
     for (k = 0; k < nf; k++) {
         if (f[k].t != t || !unseen_of(&f[k]))
