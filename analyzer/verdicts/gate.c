@@ -27,11 +27,11 @@ static bool reasons(const struct gate *g, const struct summary *s, struct gate_r
 {
     const struct wsplit *w = &s->split;
     struct fmtbuf a;
-    char who[256];
+    char who[512];
     size_t n = 0;
 
     buf[0] = 0;
-    if (!w->bytes && !r->blind)
+    if (!w->bytes) /* nothing shows hardware */
         n = add(buf, n, cap, "%sno decrypted bytes in the trace%s%s", "", "");
     if (r->software * 100 > g->pct) {
         snprintf(who, sizeof(who), " (limit %.4g %%)", g->pct);
