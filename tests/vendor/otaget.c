@@ -1,12 +1,14 @@
 /* otaget.c: the stand-in for an OTA downloader: fetches a manifest with the system libcurl
  * (system OpenSSL 3), then the image through the vendor SDK libfoundation.so (its own
  * OpenSSL built without assembler modules, tests/vendor/noasm-build), both linked at start;
- * -l loads the SDK with dlopen after the manifest instead. Prints each body's size and digest.
+ * -l loads the SDK with dlopen after the manifest instead. Prints each body's size and digest
+ * (the image's SHA-256 from the system libcrypto, so that the SDK's C code is its TLS only).
  *   otaget -p PORT -c CAFILE -m MANIFEST -f IMAGE [-l SDK.so]
  * libcurl's development headers are not needed (Debian's libcurl4 is enough): the few easy
  * calls it makes are declared here, with the option numbers of curl.h (CURLOPTTYPE_* + n),
  * which libcurl keeps stable across its ABI 4. */
 #include <dlfcn.h>
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +34,19 @@ enum {
     OPT_FAILONERROR = 45,
 };
 
-/* vendor_https_get of libfoundation.so (tests/vendor/vendor.c); weak, so that the same
- * source links without the SDK for -l (otaget-plugin). */
-long vendor_https_get(int port, const char *path, const char *cafile, char *sha)
+/* vendor_https_get_to of libfoundation.so (tests/vendor/vendor.c): the body comes to a
+ * function of ours, which checks it with the system libcrypto's SHA-256 (SHA extensions
+ * where the CPU has them), as an updater checks its image. Weak, so that the same source
+ * links without the SDK for -l (otaget-plugin). */
+typedef void (*sink_fn)(const void *, size_t, void *);
+long vendor_https_get_to(int port, const char *path, const char *cafile, sink_fn sink, void *arg)
     __attribute__((weak));
-typedef long (*get_fn)(int, const char *, const char *, char *);
+typedef long (*get_fn)(int, const char *, const char *, sink_fn, void *);
+
+static void on_image(const void *p, size_t n, void *md)
+{
+    EVP_DigestUpdate(md, p, n);
+}
 
 struct sink {
     uint64_t fnv; /* FNV-1a over the body: enough to tell a changed manifest */
@@ -112,16 +122,26 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (manifest(port, ca, man))
         return 1;
-    get_fn get = vendor_https_get;
+    get_fn get = vendor_https_get_to;
     if (plugin || !get) {
         void *h = plugin ? dlopen(plugin, RTLD_NOW | RTLD_LOCAL) : NULL;
-        if (!h || !(get = (get_fn)dlsym(h, "vendor_https_get"))) {
+        if (!h || !(get = (get_fn)dlsym(h, "vendor_https_get_to"))) {
             fprintf(stderr, "otaget: %s\n", plugin ? dlerror() : "no SDK: -l SDK.so");
             return 2;
         }
     }
+    unsigned char d[32];
+    unsigned dl = 0;
     char sha[65] = "";
-    long n = get(port, img, ca, sha);
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+        return 1;
+    long n = get(port, img, ca, on_image, md);
+    if (n >= 0 && !EVP_DigestFinal_ex(md, d, &dl))
+        n = -1;
+    EVP_MD_CTX_free(md);
+    for (unsigned i = 0; i < dl; i++)
+        snprintf(sha + 2 * i, 3, "%02x", d[i]);
     printf("image bytes=%ld sha256=%s\n", n, sha);
     return n < 0;
 }

@@ -55,20 +55,30 @@ static int tcp_connect(int port)
     return -1;
 }
 
-/* Body after the HTTP header into the digest; hdr_state tracks "\r\n\r\n" across reads. */
-static void body_update(EVP_MD_CTX *md, const unsigned char *p, size_t n, int *state, long *body)
+/* Where the body goes: the SDK's own SHA-256 (vendor_https_get), or the caller's function
+ * (vendor_https_get_to: an application that checks the image itself). */
+typedef void (*vendor_sink)(const void *p, size_t n, void *arg);
+
+static void md_sink(const void *p, size_t n, void *arg)
+{
+    EVP_DigestUpdate(arg, p, n);
+}
+
+/* Body after the HTTP header into the sink; hdr_state tracks "\r\n\r\n" across reads. */
+static void body_update(vendor_sink sink, void *arg, const unsigned char *p, size_t n, int *state,
+                        long *body)
 {
     static const char end[] = "\r\n\r\n";
     size_t i = 0;
     for (; i < n && *state < 4; i++)
         *state = p[i] == (unsigned char)end[*state] ? *state + 1 : (p[i] == '\r');
     if (i < n) {
-        EVP_DigestUpdate(md, p + i, n - i);
+        sink(p + i, n - i, arg);
         *body += (long)(n - i);
     }
 }
 
-static int fetch(SSL *ssl, const char *path, EVP_MD_CTX *md, long *body, size_t bufsz)
+static int fetch(SSL *ssl, const char *path, vendor_sink sink, void *arg, long *body, size_t bufsz)
 {
     char req[512];
     unsigned char buf[65536];
@@ -79,14 +89,15 @@ static int fetch(SSL *ssl, const char *path, EVP_MD_CTX *md, long *body, size_t 
     if (bufsz > sizeof(buf))
         bufsz = sizeof(buf);
     while ((n = SSL_read(ssl, buf, (int)bufsz)) > 0)
-        body_update(md, buf, (size_t)n, &state, body);
+        body_update(sink, arg, buf, (size_t)n, &state, body);
     int err = SSL_get_error(ssl, n);
     return err == SSL_ERROR_ZERO_RETURN || err == SSL_ERROR_SYSCALL ? 0 : -1;
 }
 
-/* GET https://127.0.0.1:port/path, verifying the server against cafile; the body's SHA-256
- * as hex into sha (65 bytes). Returns the body length, or -1. */
-VENDOR_API long vendor_https_get(int port, const char *path, const char *cafile, char *sha)
+/* GET https://127.0.0.1:port/path, verifying the server against cafile, the body to sink
+ * (md: the SDK's SHA-256 of it, as hex into sha, 65 bytes). Returns the body length, or -1. */
+static long get(int port, const char *path, const char *cafile, vendor_sink sink, void *arg,
+                char *sha)
 {
     long body = -1;
     unsigned char d[32];
@@ -101,10 +112,11 @@ VENDOR_API long vendor_https_get(int port, const char *path, const char *cafile,
     if ((s = tcp_connect(port)) < 0 || !(ssl = SSL_new(ctx)) || !SSL_set_fd(ssl, s))
         goto out;
     SSL_set_tlsext_host_name(ssl, "localhost");
-    if (SSL_connect(ssl) != 1 || !EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+    if (SSL_connect(ssl) != 1 || (!sink && !EVP_DigestInit_ex(md, EVP_sha256(), NULL)))
         goto out;
     body = 0;
-    if (fetch(ssl, path, md, &body, 16384) || !EVP_DigestFinal_ex(md, d, &dl))
+    if (fetch(ssl, path, sink ? sink : md_sink, sink ? arg : md, &body, 16384) ||
+        (!sink && !EVP_DigestFinal_ex(md, d, &dl)))
         body = -1;
     for (unsigned i = 0; i < dl; i++)
         snprintf(sha + 2 * i, 3, "%02x", d[i]);
@@ -120,4 +132,16 @@ out:
     SSL_CTX_free(ctx);
     EVP_MD_CTX_free(md);
     return body;
+}
+
+VENDOR_API long vendor_https_get(int port, const char *path, const char *cafile, char *sha)
+{
+    return get(port, path, cafile, NULL, NULL, sha);
+}
+
+/* The same GET with the body handed to sink(p, n, arg) as it arrives (no digest here). */
+VENDOR_API long vendor_https_get_to(int port, const char *path, const char *cafile,
+                                    vendor_sink sink, void *arg)
+{
+    return get(port, path, cafile, sink, arg, NULL);
 }
