@@ -15,6 +15,37 @@
 #include <string.h>
 #include <unistd.h>
 
+/* vendor_https_get_to of libfoundation.so (tests/vendor/vendor.c): the body comes to a
+ * function of ours, which checks it with the system libcrypto's SHA-256 (SHA extensions
+ * where the CPU has them), as an updater checks its image. Weak, so that the same source
+ * links without the SDK for -l (otaget-plugin). */
+typedef void (*sink_fn)(const void *, size_t, void *);
+long vendor_https_get_to(int port, const char *path, const char *cafile, sink_fn sink, void *arg)
+    __attribute__((weak));
+typedef long (*get_fn)(int, const char *, const char *, sink_fn, void *);
+
+static void on_image(const void *p, size_t n, void *md)
+{
+    EVP_DigestUpdate(md, p, n);
+}
+
+#ifdef OTAGET_SYSGET
+/* Without libcurl for the target (the arm64 test sysroot has none): the manifest through
+ * libsysget.so (tests/vendor/sysget.c), the system libssl.so.3 called as libcurl calls it. */
+long sys_https_get(int port, const char *path, const char *ca, char *sha, char *info, size_t icap);
+
+static int manifest(int port, const char *ca, const char *path)
+{
+    char sha[65] = "", info[256];
+    long n = sys_https_get(port, path, ca, sha, info, sizeof(info));
+    if (n < 0) {
+        fprintf(stderr, "otaget: manifest: failed\n");
+        return 1;
+    }
+    printf("manifest bytes=%ld sha256=%s\n", n, sha);
+    return 0;
+}
+#else
 typedef void CURL;
 struct curl_slist;
 CURL *curl_easy_init(void);
@@ -33,20 +64,6 @@ enum {
     OPT_RESOLVE = 10203,
     OPT_FAILONERROR = 45,
 };
-
-/* vendor_https_get_to of libfoundation.so (tests/vendor/vendor.c): the body comes to a
- * function of ours, which checks it with the system libcrypto's SHA-256 (SHA extensions
- * where the CPU has them), as an updater checks its image. Weak, so that the same source
- * links without the SDK for -l (otaget-plugin). */
-typedef void (*sink_fn)(const void *, size_t, void *);
-long vendor_https_get_to(int port, const char *path, const char *cafile, sink_fn sink, void *arg)
-    __attribute__((weak));
-typedef long (*get_fn)(int, const char *, const char *, sink_fn, void *);
-
-static void on_image(const void *p, size_t n, void *md)
-{
-    EVP_DigestUpdate(md, p, n);
-}
 
 struct sink {
     uint64_t fnv; /* FNV-1a over the body: enough to tell a changed manifest */
@@ -89,6 +106,7 @@ static int manifest(int port, const char *ca, const char *path)
     curl_slist_free_all(res);
     return rc != 0;
 }
+#endif
 
 int main(int argc, char **argv)
 {
