@@ -18,7 +18,6 @@
  *   the same place counts only while its slots still hold the hooks and its targets live. */
 #include "forward/got.h"
 #include "forward/listing.h"
-#include "forward/late.h"
 #include "base/elfdyn.h"
 #include "base/json.h"
 #include "trace/log.h"
@@ -453,23 +452,6 @@ void tlsm_got_patch_held(void *h, const struct tlsm_listed *obj, bool fresh)
 {
     if (init_names())
         patch_object(h, obj, fresh);
-}
-
-/* The program's RTLD_DEEPBIND dlopen of a path, where no return through the caller's own code
- * could be arranged (hook_dl.c decides): caller identity changes nothing for a path. No
- * tlsmeter lock is held across the real dlopen: its constructors may dlopen again, from this
- * thread or others. */
-void *tlsm_got_dlopen(const char *file, int mode)
-{
-    struct tlsm_listing before = {0};
-    bool ok = tlsm_listing_take(&before);
-    void *h = tlsm_real_dlopen(file, mode);
-    int saved = errno;
-    if (h && ok)
-        tlsm_reach_after(h, mode, &before);
-    tlsm_listing_free(&before);
-    errno = saved;
-    return h;
 }
 
 /* The target a patched caller's slot held, checked to be the same loads still (a record

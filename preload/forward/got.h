@@ -12,10 +12,6 @@
 
 struct tlsm_obj;
 
-/* libc's dlopen, then the GOT slots for the hooked names of the objects it loaded, which
- * mode (RTLD_DEEPBIND) binds in its own scope first. Called as the program's dlopen (the
- * thunk in hook_dl.c decides when), so libc sees tlsmeter as the caller. */
-void *tlsm_got_dlopen(const char *file, int mode);
 /* libc's dlopen, for tlsmeter's own use, and its address. */
 void *tlsm_real_dlopen(const char *file, int mode);
 void *tlsm_real_dlopen_fn(void);

@@ -5,7 +5,8 @@
  * exit): look for those first (blind_calls.c). */
 #include "forward/blind.h"
 #include "forward/got.h"
-#include "forward/late.h"
+#include "forward/listing.h"
+#include "hooks/late.h"
 #include "hooks/hook.h"
 #include "base/elfdyn.h"
 #include "trace/config.h"
@@ -25,12 +26,29 @@ struct tlsm_dlopen_route tlsm_dlopen_route(const char *file, int mode, const voi
                                            uintptr_t sp);
 void tlsm_dlopen_after(void *handle, uintptr_t sp);
 
+/* The program's RTLD_DEEPBIND dlopen of a path, where no return through the caller's own code
+ * could be arranged: the caller's identity changes nothing for a path from a caller without
+ * DT_RPATH. No tlsmeter lock is held across the real dlopen: its constructors may dlopen
+ * again, from this thread or others. */
+static void *deepbind_dlopen(const char *file, int mode)
+{
+    struct tlsm_listing before = {0};
+    bool ok = tlsm_listing_take(&before);
+    void *h = tlsm_real_dlopen(file, mode);
+    int saved = errno;
+    if (h && ok)
+        tlsm_reach_after(h, mode, &before);
+    tlsm_listing_free(&before);
+    errno = saved;
+    return h;
+}
+
 /* glibc's dlopen uses its caller's address for a bare name's search path, for $ORIGIN, for
  * the DT_RPATH of the new objects' loader chain and the namespace, so the real dlopen must
  * see the program's caller: through a borrowed return (late.c), after which what it loaded
  * is reached before the program gets the handle. Without one: a RTLD_DEEPBIND dlopen of a
  * path from a caller without DT_RPATH (where the caller changes nothing) goes through
- * tlsm_got_dlopen; everything else, and tlsmeter's own calls, straight to libc. */
+ * deepbind_dlopen; everything else, and tlsmeter's own calls, straight to libc. */
 struct tlsm_dlopen_route tlsm_dlopen_route(const char *file, int mode, const void *ra, uintptr_t sp)
 {
     struct dl_find_object f;
@@ -45,7 +63,7 @@ struct tlsm_dlopen_route tlsm_dlopen_route(const char *file, int mode, const voi
     if (!(mode & RTLD_DEEPBIND) || !file || !strchr(file, '/') || strchr(file, '$') ||
         (_dl_find_object((void *)ra, &f) == 0 && tlsm_elf_rpath(f.dlfo_link_map)))
         return r;
-    r.fn = (void *)tlsm_got_dlopen;
+    r.fn = (void *)deepbind_dlopen;
     return r;
 }
 

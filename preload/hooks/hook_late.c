@@ -1,4 +1,4 @@
-/* late.c: reach copies of OpenSSL that a dlopen brings in after start (late.h).
+/* hook_late.c: reach copies of OpenSSL that a dlopen brings in after start (late.h).
  *
  * glibc's dlopen names its caller by its own return address (search path, $ORIGIN, the new
  * objects' loader chain, the namespace), so the exported dlopen cannot simply call it: the
@@ -8,7 +8,7 @@
  * return runs the after half, which reaches what the dlopen loaded, then returns to the
  * caller. Where no such return is found (or the CPU's shadow stack would refuse it) the
  * dlopen goes straight to libc, as before, and what it loads stays named by the blind scan. */
-#include "forward/late.h"
+#include "hooks/late.h"
 #include "forward/got.h"
 #include "forward/listing.h"
 #include "forward/obj.h"
