@@ -13,6 +13,7 @@
 #include "forward/obj.h"
 #include "core/record.h"
 #include "reroute/backend.h"
+#include "hooks/late.h"
 #include "reroute/reroute.h"
 #include "core/stack.h"
 #include "core/summary.h"
@@ -94,7 +95,8 @@ __attribute__((constructor)) static void tlsm_start(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     tlsm_trace_allow();
     atomic_store(&tlsm_active, true);
-    tlsm_table_reach_init(); /* issue 15: copies only their provider tables reach */
+    tlsm_late_init();        /* what is loaded now is the start's; later dlopens: hook_late.c */
+    tlsm_table_reach_init(); /* copies only their provider tables reach */
     tlsm_entry_reach_init(); /* ... and their SSL_* entry points, where no PLT leads */
     tlsm_backend_early();
 }

@@ -7,6 +7,7 @@
  * one instruction is replaced, by one atomic store, and every core is synchronised. */
 #include "forward/entry.h"
 #include "arch/arch.h"
+#include "base/glibc_compat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,19 +26,18 @@
 #define MAX_ENTRIES 32
 #define SLOT        64 /* bytes per patched function in its page: far jump + trampoline */
 
+/* One patched function: its address, its trampoline in a page of its own, and the load of
+ * the object it is in (a copy loaded later may be unloaded: its entry is then forgotten and
+ * reused). fn and tramp are read without a lock; they change under patch_lock, tramp
+ * cleared first. */
 struct entry {
-    uintptr_t fn, tramp;
+    _Atomic uintptr_t fn, tramp;
+    uint8_t *page;
+    const struct link_map *lm;
+    uintptr_t start, end;
 };
 static struct entry entries[MAX_ENTRIES];
 static _Atomic int nentries;
-
-/* The pages mapped near patched functions, one each. */
-struct near_page {
-    uint8_t *base;
-    size_t used;
-};
-static struct near_page pages[MAX_ENTRIES];
-static int npages;
 
 static bool near(uintptr_t a, uintptr_t b)
 {
@@ -71,13 +71,7 @@ static uint8_t *map_near(uintptr_t fn)
  * its execute right away from a thread running it). */
 static uint8_t *slot_near(uintptr_t fn)
 {
-    if (npages == (int)(sizeof(pages) / sizeof(pages[0])))
-        return NULL;
-    uint8_t *p = map_near(fn);
-    if (!p)
-        return NULL;
-    pages[npages++] = (struct near_page){p, 0};
-    return p;
+    return map_near(fn);
 }
 
 /* Other threads than this one? From /proc (no /proc: assume so). At start, threads may
@@ -192,7 +186,19 @@ static bool write_code(uintptr_t at, const uint8_t *bytes, size_t len, bool thre
 static void unmap_last(uint8_t *p)
 {
     munmap(p, (size_t)sysconf(_SC_PAGESIZE));
-    npages--;
+}
+
+/* A free entry (forgotten, or never used), under patch_lock; NULL when all are in use. */
+static struct entry *free_entry(void)
+{
+    int n = atomic_load(&nentries);
+    for (int i = 0; i < n; i++)
+        if (!atomic_load(&entries[i].fn) && !atomic_load(&entries[i].tramp) && !entries[i].page)
+            return &entries[i];
+    if (n == MAX_ENTRIES)
+        return NULL;
+    atomic_store_explicit(&nentries, n + 1, memory_order_release);
+    return &entries[n];
 }
 
 /* Patches are made one at a time: at start, and later from the thread whose dlopen loaded a
@@ -213,8 +219,14 @@ static bool patch_locked(void *fn, void *hook, char *why, size_t whycap)
 {
     uintptr_t f = (uintptr_t)fn;
     size_t ps = (size_t)sysconf(_SC_PAGESIZE), skip = 0, copied = 0;
-    if (tlsm_entry_original(fn) || atomic_load(&nentries) >= MAX_ENTRIES)
-        return snprintf(why, whycap, "patched already or too many patches"), false;
+    struct dl_find_object fo;
+    if (tlsm_entry_original(fn))
+        return snprintf(why, whycap, "patched already"), false;
+    if (_dl_find_object(fn, &fo) != 0)
+        return snprintf(why, whycap, "in no loaded object"), false;
+    struct entry *e = free_entry();
+    if (!e)
+        return snprintf(why, whycap, "all %d entry patches are in use", MAX_ENTRIES), false;
     bool threads = other_threads();
     uint8_t *s = slot_near(f);
     if (!s)
@@ -238,13 +250,17 @@ static bool patch_locked(void *fn, void *hook, char *why, size_t whycap)
     if (!threads)
         memset(patch, TLSM_ARCH_PATCH_LEN == 5 ? 0xcc : 0, sizeof(patch));
     tlsm_arch_near_branch(f + skip, (uintptr_t)s, patch);
-    int k = atomic_load(&nentries);
-    entries[k] = (struct entry){f, (uintptr_t)tramp};
+    e->page = s;
+    e->lm = fo.dlfo_link_map;
+    e->start = (uintptr_t)fo.dlfo_map_start;
+    e->end = (uintptr_t)fo.dlfo_map_end;
+    atomic_store_explicit(&e->fn, f, memory_order_release);
     /* Published before the store: a call may arrive the moment the branch is in place. */
-    atomic_store_explicit(&nentries, k + 1, memory_order_release);
+    atomic_store_explicit(&e->tramp, (uintptr_t)tramp, memory_order_release);
     if (!write_code(f + skip, patch, threads ? TLSM_ARCH_PATCH_LEN : copied, threads, why,
                     whycap)) {
-        entries[k].tramp = 0;
+        /* Its page stays mapped: the jump may have been in place for a moment. */
+        atomic_store(&e->tramp, 0);
         return false;
     }
     /* With a BTI or endbr64 kept in place, the trampoline goes past it too (fn+skip is what it
@@ -257,7 +273,37 @@ void *tlsm_entry_original(const void *fn)
 {
     int n = atomic_load_explicit(&nentries, memory_order_acquire);
     for (int i = 0; i < n; i++)
-        if (entries[i].fn == (uintptr_t)fn && entries[i].tramp)
-            return (void *)entries[i].tramp;
+        if (atomic_load_explicit(&entries[i].fn, memory_order_acquire) == (uintptr_t)fn) {
+            uintptr_t t = atomic_load_explicit(&entries[i].tramp, memory_order_acquire);
+            if (t && atomic_load_explicit(&entries[i].fn, memory_order_acquire) == (uintptr_t)fn)
+                return (void *)t;
+        }
     return NULL;
+}
+
+/* Is [start, end) still the object lm? */
+static bool same_load(const struct entry *e)
+{
+    struct dl_find_object f;
+    return _dl_find_object((void *)e->start, &f) == 0 && f.dlfo_link_map == e->lm &&
+           (uintptr_t)f.dlfo_map_start == e->start && (uintptr_t)f.dlfo_map_end == e->end;
+}
+
+void tlsm_entry_forget_gone(void)
+{
+    int n = atomic_load_explicit(&nentries, memory_order_acquire);
+    bool gone[MAX_ENTRIES] = {false};
+    for (int i = 0; i < n; i++) /* the loader is asked outside patch_lock */
+        gone[i] = atomic_load(&entries[i].tramp) && !same_load(&entries[i]);
+    pthread_mutex_lock(&patch_lock);
+    for (int i = 0; i < n; i++) {
+        struct entry *e = &entries[i];
+        if (!gone[i] || !atomic_load(&e->tramp))
+            continue;
+        atomic_store(&e->tramp, 0);
+        atomic_store(&e->fn, 0);
+        munmap(e->page, (size_t)sysconf(_SC_PAGESIZE));
+        e->page = NULL;
+    }
+    pthread_mutex_unlock(&patch_lock);
 }

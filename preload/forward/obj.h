@@ -38,11 +38,12 @@ struct tlsm_obj {
      * bits); 0: only through the linker's own binding. */
     _Atomic unsigned reach;
     unsigned lib_gen; /* trace file generation its lib line was written to */
-    /* A return instruction in its code that a dlopen it makes can return through (late.c):
+    /* A return instruction in its code that a dlopen it makes can return through (hook_late.c):
      * state 0 not looked for, 1 found, -1 none. */
     uintptr_t ret_gadget;
     _Atomic int ret_state;
-    bool late; /* a copy reached after start, once its constructors had run (late.c) */
+    bool late; /* a copy reached after start, once its constructors had run (hook_late.c) */
+    _Atomic int late_state; /* its late reach: 0 not begun, 1 under way, 2 done */
 };
 
 /* The object containing addr, registered on first sight (under the registry's own lock, taken

@@ -7,6 +7,8 @@
 #include "forward/got.h"
 #include "forward/listing.h"
 #include "hooks/late.h"
+#include "hooks/reach.h"
+#include "forward/entry.h"
 #include "hooks/hook.h"
 #include "base/elfdyn.h"
 #include "trace/config.h"
@@ -80,7 +82,9 @@ TLSM_EXPORT int dlclose(void *handle)
     int saved = errno;
     if (ret == 0) {
         tlsm_got_after_dlclose();
-        tlsm_resolve_invalidate();
+        tlsm_resolve_invalidate(); /* marks gone objects stale, which the table slots ask */
+        tlsm_table_forget_gone();
+        tlsm_entry_forget_gone();
     }
     errno = saved;
     return ret;

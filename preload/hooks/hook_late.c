@@ -25,6 +25,7 @@
 #include <link.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The listings of this thread's dlopens in progress (constructors may dlopen again). */
@@ -167,8 +168,34 @@ void tlsm_late_end(void *h, uintptr_t sp)
     errno = saved;
 }
 
-/* One object new since the dlopen began: a copy the hooks cannot interpose is reached through
- * its tables and entry points, as at start, and says it was reached after its constructors
+/* The objects loaded with the program: the start's reach is theirs (main.c). */
+static struct tlsm_listing at_start;
+
+void tlsm_late_init(void)
+{
+    if (!tlsm_listing_take(&at_start))
+        tlsm_listing_free(&at_start); /* then every object counts as loaded later */
+}
+
+/* Threads whose dlopens returned the same object loaded after start (new for one, loaded
+ * already for another that listed after it) each come here: one reaches it;
+ * the other waits until that is done (bounded), so that neither uses the copy before it is
+ * reached. No loader lock is held here: the reaching thread's loader calls can proceed. */
+static bool claim(struct tlsm_obj *o)
+{
+    int st = 0;
+    if (atomic_compare_exchange_strong(&o->late_state, &st, 1))
+        return true;
+    for (int i = 0; i < 20000 && atomic_load_explicit(&o->late_state, memory_order_acquire) == 1;
+         i++) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
+/* One object loaded after start, not reached yet: a copy the hooks cannot interpose is reached
+ * through its tables and entry points, as at start, and says it was reached after its constructors
  * ran (what they did with TLS before that is not seen). */
 static void late_copy(const struct tlsm_listed *o, const struct link_map *lm)
 {
@@ -179,14 +206,16 @@ static void late_copy(const struct tlsm_listed *o, const struct link_map *lm)
     info.dlpi_name = lm->l_name;
     info.dlpi_phdr = o->ph;
     info.dlpi_phnum = (ElfW(Half))o->phnum;
-    if (!tlsm_tables_judge(&info, lm, &c))
-        return;
     struct tlsm_obj *obj = tlsm_obj_of((const void *)lm->l_ld);
-    if (obj)
+    if (!obj || !claim(obj))
+        return;
+    if (tlsm_tables_judge(&info, lm, &c)) {
         obj->late = true;
-    tlsm_table_reach_copy(&c);
-    if (!tlsm_table_refused(lm))
-        tlsm_entry_reach_copy(&c);
+        tlsm_table_reach_copy(&c);
+        if (!tlsm_table_refused(lm))
+            tlsm_entry_reach_copy(&c);
+    }
+    atomic_store_explicit(&obj->late_state, 2, memory_order_release);
 }
 
 void tlsm_reach_after(void *h, int mode, const struct tlsm_listing *before)
@@ -206,7 +235,7 @@ void tlsm_reach_after(void *h, int mode, const struct tlsm_listing *before)
             bool fresh = !tlsm_listing_find(before, o->base, o->phdr, o->name);
             if (mode & RTLD_DEEPBIND)
                 tlsm_got_patch_held(h, o, fresh);
-            if (fresh)
+            if (!tlsm_listing_find(&at_start, o->base, o->phdr, o->name))
                 late_copy(o, objs[i].lm);
         }
         tlsm_scope_release(objs, n);

@@ -31,6 +31,7 @@ struct tslot {
     struct tlsm_table_copy copy;
     struct tlsm_cipher_table t;
     int gcm_layout; /* PROV_GCM_CTX of 3.0 checked: 1 yes, -1 no, 0 not yet */
+    bool free;      /* its copy was unloaded: the slot (and its wrappers) can serve another */
 };
 static struct tslot slots[MAX_TSLOTS];
 static int nslots;
@@ -429,18 +430,23 @@ void tlsm_table_reach_copy(const struct tlsm_table_copy *c)
     int left = 0, done = 0;
     pthread_mutex_lock(&fill_lock);
     for (int k = 0; k < n && o; k++) {
-        if (nslots == MAX_TSLOTS) {
+        int i = 0;
+        while (i < nslots && !slots[i].free)
+            i++;
+        if (i == MAX_TSLOTS) {
             left = n - k;
             break;
         }
-        struct tslot *s = &slots[nslots];
+        struct tslot *s = &slots[i];
         memset(s, 0, sizeof(*s));
         s->copy = *c;
         s->t = found[k];
         s->t.lib = o;
-        if (install(s, nslots)) {
-            nslots++;
+        if (install(s, i)) {
+            nslots += i == nslots;
             done++;
+        } else {
+            s->free = true;
         }
     }
     pthread_mutex_unlock(&fill_lock);
@@ -450,6 +456,18 @@ void tlsm_table_reach_copy(const struct tlsm_table_copy *c)
                   path, left, MAX_TSLOTS);
     if (o && done)
         atomic_fetch_or(&o->reach, TLSM_REACH_TABLE);
+}
+
+/* After a dlclose (and tlsm_resolve_invalidate): the slots of copies that went away serve
+ * again. Their wrappers are reachable only through the gone copy's tables. */
+void tlsm_table_forget_gone(void)
+{
+    pthread_mutex_lock(&fill_lock);
+    for (int i = 0; i < nslots; i++)
+        if (!slots[i].free && slots[i].t.lib &&
+            __atomic_load_n(&slots[i].t.lib->stale, __ATOMIC_ACQUIRE))
+            slots[i].free = true;
+    pthread_mutex_unlock(&fill_lock);
 }
 
 /* From the constructor, before main: the copies loaded with the program. */

@@ -9,6 +9,8 @@
 
 struct tlsm_listing;
 
+/* In the constructor, before the start's reach: the objects loaded with the program. */
+void tlsm_late_init(void);
 /* After the dlopen that returned h (mode as asked) and began when `before` was listed: the
  * objects its scope covers are patched (GOT slots, for RTLD_DEEPBIND) and those new since
  * `before` are searched for copies. Touches dlerror only when h is not NULL (to clear it). */

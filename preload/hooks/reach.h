@@ -16,6 +16,8 @@ void tlsm_entry_reach_init(void);
  * its SSL_* entry points (and its socket reads where SSL_read stays out of reach). */
 void tlsm_table_reach_copy(const struct tlsm_table_copy *c);
 void tlsm_entry_reach_copy(const struct tlsm_table_copy *c);
+/* After a dlclose: table slots of copies that went away are reused. */
+void tlsm_table_forget_gone(void);
 /* Was lm's table shape refused (then nothing else touches it)? */
 bool tlsm_table_refused(const struct link_map *lm);
 /* c's SSL_read cannot be reached: rewrite its libc socket reads. */
