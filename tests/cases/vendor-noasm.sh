@@ -89,7 +89,7 @@ assert sysr, "no records of the system copy (the libcurl manifest)"
 if mode == "hw":
     bad = [r.get("path") for r in recs if r.get("path") != "hw"]
     assert not bad, "%d of %d records not on the hw backend: %s" % (len(bad), len(recs), sorted(set(bad)))
-    print("ok hw: %d SDK records (and the %d of libcurl), all path hw" % (len(vr), len(sysr)))
+    print("ok hw: %d SDK records (and the %d of the system copy), all path hw" % (len(vr), len(sysr)))
     sys.exit(0)
 ids = {r.get("impl") for r in vr}
 assert len(ids) == 1 and None not in ids and 0 not in ids, "SDK records name impl ids %s" % ids

@@ -15,11 +15,12 @@
 #define VENDOR_API __attribute__((visibility("default")))
 
 /* libcrypto.a's capability vector (crypto/cryptlib.c, crypto/armcap.c); set up by
- * OPENSSL_cpuid_setup from the library's .init, before any constructor of ours. */
+ * OPENSSL_cpuid_setup from the library's .init, before any constructor of ours. Weak: an
+ * aarch64 build without assembler has no armcap.c, hence no vector (and nothing to mask). */
 #if defined(__aarch64__)
-extern unsigned int OPENSSL_armcap_P;
+extern unsigned int OPENSSL_armcap_P __attribute__((weak));
 #else
-extern unsigned int OPENSSL_ia32cap_P[4];
+extern unsigned int OPENSSL_ia32cap_P[4] __attribute__((weak));
 #endif
 
 /* Layout 8: this copy runs OpenSSL's software path (table AES + 4-bit GHASH) while the system
@@ -29,8 +30,11 @@ extern unsigned int OPENSSL_ia32cap_P[4];
 VENDOR_API void vendor_force_soft(void)
 {
 #if defined(__aarch64__)
-    OPENSSL_armcap_P = 0; /* no NEON, AES, PMULL: what OPENSSL_armcap=0 does to one copy */
+    if (&OPENSSL_armcap_P)
+        OPENSSL_armcap_P = 0; /* no NEON, AES, PMULL: what OPENSSL_armcap=0 does to one copy */
 #else
+    if (!OPENSSL_ia32cap_P)
+        return;
     OPENSSL_ia32cap_P[1] &= ~((1u << (57 - 32)) | (1u << (33 - 32)) | (1u << (41 - 32)));
     OPENSSL_ia32cap_P[3] &= ~((1u << (41 - 32)) | (1u << (42 - 32)));
 #endif
