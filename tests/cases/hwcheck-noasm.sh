@@ -137,9 +137,22 @@ noasm_case() {
             grep -q '^require-hw: REJECTED: software-only: .*plain/libvendor.so' '$d/plaintext-$arch.out'"
 
     run "stripped-$arch" --json --require-hw "$w/stripped/libvendor.so"
+    "$HW" --json "$w/stripped/libvendor.so" >"$d/stripped-$arch.json" 2>&1
     check "hwcheck-noasm $arch stripped SDK: no symbols left, still built without assembly (C T-tables addressed from code)" \
         test "$(j "$d/stripped-$arch.out" stripped/libvendor.so "(l['sw_defined'], l['verdict'], l['built_without_asm'], (l['c_aes'] or '').startswith('C T-tables Te0..Te3 (addressed by'))")/$(rc_of "stripped-$arch")" = \
         "([], 'software-only', True, True)/1"
+
+    # A board's userland (busybox shell and tools, no grep -P: the tables are found in od's dump).
+    if [ "$arch" = x86_64 ] && command -v busybox >/dev/null; then
+        mkdir -p "$d/bb"
+        for t in sh awk od grep sed tr md5sum wc cut mktemp sort head tail cat basename dirname uname rm mv; do
+            ln -sf "$(command -v busybox)" "$d/bb/$t"
+        done
+        for t in objdump readelf strings; do ln -sf "$(command -v $t)" "$d/bb/$t"; done
+        PATH=$d/bb "$d/bb/sh" "$HW" --json "$w/stripped/libvendor.so" >"$d/bb.json" 2>"$d/bb.err"
+        check "hwcheck-noasm x86_64 stripped SDK under busybox sh + tools: same JSON as with GNU tools" \
+            cmp "$d/bb.json" "$d/stripped-$arch.json"
+    fi
 
     # The seed's literal `platform: Linux`: what it means is said, and the copy is still no-asm.
     if ! platform_copy "$ossl/lib/libcrypto.a" "$w/linux/libcrypto.a" Linux 2>>"$w/build.log" ||
