@@ -70,7 +70,7 @@ fi
 # records TRACE MODE: the structural checks of one traced run (MODE native or hw).
 records() {
     "$TLSM_PY" -c 'import json, math, sys
-trace, mode, img = sys.argv[1], sys.argv[2], int(sys.argv[3])
+trace, mode, img, run = sys.argv[1], sys.argv[2], int(sys.argv[4]), sys.argv[3]
 ev = [json.loads(l) for l in open(trace)]
 libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
 impls = {e["id"]: e for e in ev if e["ev"] == "impl"}
@@ -78,6 +78,7 @@ recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e.g
 sdk = [i for i, l in libs.items() if l.get("path", "").endswith("/libfoundation.so")]
 assert sdk, "no lib event for libfoundation.so: %s" % [l.get("path") for l in libs.values()]
 assert "table" in libs[sdk[0]].get("reach", ""), "SDK copy not reached through its tables: %s" % libs[sdk[0]]
+assert libs[sdk[0]].get("late", False) == run.startswith("late"), "lib late %s in run %s" % (libs[sdk[0]].get("late"), run)
 # A rerouted record names the backend instance (rec.lib), not the copy: the SDK copy is the
 # one whose records belong to no traced connection (its SSL_read is internal: conn 0).
 vr = [r for r in recs if (r.get("lib") == sdk[0] if mode == "native" else r.get("conn") == 0)]
@@ -102,14 +103,21 @@ shw = [impls[i]["aes"] for i in sids]
 assert "c-table" not in shw, "a system-copy record names the C code: %s" % shw
 print("ok native: %d SDK records, impl %d %s/%s (block at %s in %s); system copy %d records, aes %s"
       % (len(vr), im["id"], im["aes"], im["ghash"], im.get("fn_block_off"), im["fn_block_module"].split("/")[-1], len(sysr), shw))
-' "$1" "$2" "$IMG"
+' "$1" "$2" "$3" "$IMG"
 }
 
-for mode in native hw; do
+# The SDK linked at start, then the same SDK loaded by dlopen after start (otaget-plugin -l:
+# after libcurl's manifest), each natively and rerouted to the hw backend.
+late=("$V/otaget-plugin" -l "$V/libfoundation.so" -p "$TLS_PORT" -c "$TLS_CERT" -m manifest.json -f image.bin)
+for mode in native hw late-native late-hw; do
     TLS_ENV=()
-    [ "$mode" = hw ] && TLS_ENV=(TLSMETER_CRYPTO=hw)
+    [ "${mode#late-}" = hw ] && TLS_ENV=(TLSMETER_CRYPTO=hw)
     p=$d/$mode
-    tls_run "$p" "$p.%p.trace" "${cmd[@]}"
+    if [ "${mode#late-}" != "$mode" ]; then
+        tls_run "$p" "$p.%p.trace" "${late[@]}"
+    else
+        tls_run "$p" "$p.%p.trace" "${cmd[@]}"
+    fi
     if ! why=$(tls_same_run x "$d/plain" "$p"); then
         fail "$N $mode: $why"
         continue
@@ -123,12 +131,12 @@ for mode in native hw; do
         fail "$N $mode: ${#TRACES[@]} traces, want 1"
         continue
     fi
-    if ! out=$(records "${TRACES[0]}" "$mode" 2>&1); then
+    if ! out=$(records "${TRACES[0]}" "${mode#late-}" "$mode" 2>&1); then
         fail "$N $mode: $(echo "$out" | tail -n 2 | tr '\n' ' ')"
         continue
     fi
-    if [ "$mode" = hw ]; then
-        pass "$N hw: same sha256; $out"
+    if [ "${mode#late-}" = hw ]; then
+        pass "$N $mode: same sha256; $out"
         continue
     fi
     # The report: the SDK's records in the table class, named as C code, and the verdict.
@@ -148,12 +156,14 @@ def walk(o):
             yield from walk(v)
 vs = [o for o in walk(js) if o.get("id") == "no-asm" and "text" in o]
 assert vs and "libfoundation.so" in vs[0]["text"], "--json has no no-asm verdict naming libfoundation.so"
+head = js["verdicts"][0]
+assert head["id"] == "software-aes", "headline verdict %s: %s" % (head["id"], head.get("text"))
 rows = [o for o in walk(js) if "C table (AES_encrypt)" in str(o.get("impl_detail", ""))]
 assert rows and all(r.get("impl") == "table" for r in rows), "--json: the C rows are not class table: %s" % [(r.get("impl"), r.get("impl_detail")) for r in rows]
 ' "$p.report" "$p.json" 2>&1); then
-        fail "$N native report: $(echo "$why" | tail -n 2 | tr '\n' ' ')"
+        fail "$N $mode report: $(echo "$why" | tail -n 2 | tr '\n' ' ')"
         continue
     fi
-    pass "$N native: output unchanged; $out; report: table class, C AES and GHASH, no-asm verdict"
+    pass "$N $mode: output unchanged; $out; report: table class, C AES and GHASH, software-aes first, no-asm verdict"
 done
 tls_server_stop
