@@ -182,10 +182,44 @@ static void chacha_what_if(struct summary *s, const struct row *w)
     verdict__evidence(v, "gain", bulk / r.nspb);
 }
 
+/* What the copy's "platform: TARGET" build text says about its assembler modules: "" when it
+ * has none (an older trace, a copy that keeps no such text). */
+static const char *platform_says(const char *platform, char *buf, size_t cap)
+{
+    /* OpenSSL's Linux Configure targets with AES/GHASH assembler modules, and the generic ones
+     * without (Configurations/10-main.conf). */
+    static const char *const asm_targets[] = {
+        "linux-x86_64",  "linux-x86_64-clang", "linux-elf",       "linux-x86",
+        "linux-aarch64", "linux-armv4",        "linux64-aarch64", "linux-ppc64le",
+        "linux-ppc64",   "linux64-s390x",      "linux64-mips64",  "linux-x32"};
+    const char *t = platform && !strncmp(platform, "platform: ", 10) ? platform + 10 : NULL;
+    if (!t || !*t)
+        return "";
+    if (!strncmp(t, "linux-generic", 13)) {
+        snprintf(buf, cap, "; its build names the target %s, which has no assembler modules", t);
+        return buf;
+    }
+    for (size_t i = 0; i < sizeof(asm_targets) / sizeof(asm_targets[0]); i++)
+        if (!strcmp(t, asm_targets[i])) {
+            snprintf(buf, cap,
+                     "; its build names the target %s, which has them: it was "
+                     "configured no-asm",
+                     t);
+            return buf;
+        }
+    snprintf(buf, cap,
+             "; its build names the platform \"%s\", which is not one of OpenSSL's "
+             "Configure targets: a target of the vendor's own, which names no "
+             "assembler modules, so none were built",
+             t);
+    return buf;
+}
+
 /* Once per copy whose impl event names OpenSSL's C code for AES and GHASH (no GHASH pointer
  * beside a table block: model/impl.c), after the first software verdict: the rebuild to ask for. */
 static void no_asm(struct summary *s)
 {
+    char why[256];
     for (size_t i = 0; i < s->m->ntraces; i++) {
         const struct trace *t = &s->m->traces[i];
         for (int k = 0; k < t->nimpls; k++) {
@@ -200,12 +234,13 @@ static void no_asm(struct summary *s)
                 summary__verdict(s, V_NO_ASM, "problem",
                                  "AES and GHASH in C: this OpenSSL was built without its "
                                  "assembler modules (%s, %s): its GCM context holds no GHASH "
-                                 "function and a table AES_encrypt; built with them (a Configure "
-                                 "target such as linux-x86_64 or linux-aarch64, without no-asm) "
-                                 "it uses the CPU's AES and carry-less multiply instructions "
-                                 "where the CPU has them",
+                                 "function and a table AES_encrypt%s; built with them (a "
+                                 "Configure target such as linux-x86_64 or linux-aarch64, "
+                                 "without the no-asm option) it uses the CPU's AES and "
+                                 "carry-less multiply instructions where the CPU has them",
                                  l && l->path ? l->path : "unknown copy",
-                                 l && l->version ? l->version : "version unknown");
+                                 l && l->version ? l->version : "version unknown",
+                                 platform_says(l ? l->platform : NULL, why, sizeof(why)));
         }
     }
 }

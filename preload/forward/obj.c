@@ -211,6 +211,8 @@ static bool defines(const struct tlsm_obj *o, void *h, const char *name)
 static const char *version_str(const struct tlsm_obj *o, int which)
 {
     const char *s = o->abi.version_text ? o->abi.version_text(which) : NULL;
+    if ((!s || !s[0]) && which == TLSM_ABI_PLATFORM)
+        return o->platform;
     return s ? s : "";
 }
 

@@ -26,8 +26,9 @@ struct tlsm_obj {
     uint64_t refs;                   /* hooked names it imports through relocations */
     bool has_ssl, has_crypto;        /* defines SSL_read / EVP_CipherUpdate */
     _Atomic int described;
-    int lib_id;       /* id of its lib event; 0 = not an OpenSSL instance (yet) */
-    char version[64]; /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
+    int lib_id;        /* id of its lib event; 0 = not an OpenSSL instance (yet) */
+    char version[64];  /* OpenSSL_version(OPENSSL_VERSION), "" if unknown */
+    char platform[64]; /* "platform: TARGET" read from a copy tlsmeter never calls, "" if none */
     _Atomic uint64_t hooks_into;
     /* Its ABI and entry points (abi.h), decided once when described. A copy left alone
      * (old, foreign) has none: tlsmeter never calls into it, record.c tracks none of its

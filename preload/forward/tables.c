@@ -82,6 +82,26 @@ static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
     }
 }
 
+/* "platform: TARGET", the Configure target OpenSSL keeps for OpenSSL_version(OPENSSL_PLATFORM):
+ * what a hidden copy was built for (a vendor's own target such as "Linux" has no assembler
+ * modules). The copy is never called, so the text is read from its string constants. */
+static void find_platform(const struct tlsm_table_copy *c, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    for (int i = 0; i < c->phnum && !buf[0]; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
+            continue;
+        const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
+        for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), "platform: ", 10));
+             q++)
+            if ((q == lo || !q[-1]) && q + 11 < end && q[10] > ' ') {
+                snprintf(buf, cap, "%.*s", (int)strnlen(q, (size_t)(end - q)), q);
+                break;
+            }
+    }
+}
+
 struct batch {
     struct dl_phdr_info obj[32];
     const struct link_map *lm[32];
@@ -150,6 +170,7 @@ bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *l
     c->exports = exports;
     c->symbolic = symbolic;
     find_version(c, c->version, sizeof(c->version));
+    find_platform(c, c->platform, sizeof(c->platform));
     return c->version[0] != 0;
 }
 

@@ -34,8 +34,9 @@ struct tlsm_table_copy {
     const ElfW(Phdr) * phdr;
     int phnum;
     char version[64];
-    bool exports;  /* it exports EVP_CipherUpdate (then only -Bsymbolic makes it blind) */
-    bool symbolic; /* DT_SYMBOLIC / DF_SYMBOLIC */
+    char platform[64]; /* its build's "platform: TARGET" text (crypto/buildinf.h), "" if none */
+    bool exports;      /* it exports EVP_CipherUpdate (then only -Bsymbolic makes it blind) */
+    bool symbolic;     /* DT_SYMBOLIC / DF_SYMBOLIC */
 };
 
 /* Is the object info/lm (held by the caller) such a copy? Then c describes it. */

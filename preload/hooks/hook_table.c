@@ -427,6 +427,8 @@ void tlsm_table_reach_copy(const struct tlsm_table_copy *c)
     /* Registered from its code: for a position-dependent executable _dl_find_object reports
      * the range of the segment asked about, and the program's calls come from its code. */
     struct tlsm_obj *o = tlsm_obj_of((const void *)found[0].orig[OSSL_FUNC_CIPHER_UPDATE]);
+    if (o && !o->platform[0]) /* before its lib line is written */
+        snprintf(o->platform, sizeof(o->platform), "%s", c->platform);
     int left = 0, done = 0;
     pthread_mutex_lock(&fill_lock);
     for (int k = 0; k < n && o; k++) {

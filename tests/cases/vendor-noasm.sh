@@ -169,4 +169,35 @@ assert rows and all(r.get("impl") == "table" for r in rows), "--json: the C rows
     fi
     pass "$N $mode: output unchanged; $out; report: table class, C AES and GHASH, software-aes first, no-asm verdict"
 done
+# The seed's own build: a target of the vendor's own, "platform: Linux" in its build text (the
+# same-length edit of the string in a copy of the archive's cversion object). The report must
+# say what that means.
+pl=$d/platform-linux
+rm -rf "$pl" && mkdir -p "$pl/noasm/lib" && cp -r "$noasm/include" "$pl/noasm/" &&
+    cp "$noasm/lib/libssl.a" "$pl/noasm/lib/" && cp "$noasm/lib/libcrypto.a" "$pl/noasm/lib/" &&
+    (cd "$pl" && ${CROSS_COMPILE:-}ar x noasm/lib/libcrypto.a libcrypto-lib-cversion.o) &&
+    "$TLSM_PY" - "$pl/libcrypto-lib-cversion.o" <<'PY' && ${CROSS_COMPILE:-}ar r "$pl/noasm/lib/libcrypto.a" "$pl/libcrypto-lib-cversion.o"
+import re, sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+old = re.findall(rb"platform: [^\0]+\0", b)
+assert len(old) == 1, "%d platform strings" % len(old)
+open(p, "wb").write(b.replace(old[0], b"platform: Linux".ljust(len(old[0]), b"\0")))
+PY
+if [ $? != 0 ] || ! out=$(CC=$vcc VENDOR_SYSROOT=${TLSM_SYSROOT:-} "$TLSM_TOP/tests/vendor/noasm-build" "$pl/sdk" "$pl/noasm" 2>&1); then
+    fail "$N platform Linux: the edited SDK did not build: $(echo "${out:-}" | tail -n 2 | tr '\n' ' ')"
+else
+    p=$d/linux
+    TLS_ENV=()
+    tls_run "$p" "$p.%p.trace" "$pl/sdk/otaget-plugin" -l "$pl/sdk/libfoundation.so" -p "$TLS_PORT" \
+        -c "$TLS_CERT" -m manifest.json -f image.bin
+    tls_traces "$p.*.trace"
+    if [ "$(cat "$p.rc")" != 0 ] || [ "${#TRACES[@]}" -ne 1 ]; then
+        fail "$N platform Linux: the traced run failed (exit $(cat "$p.rc")): $(head -c 300 "$p.err")"
+    elif "$A" "${TRACES[0]}" 2>/dev/null | grep '\[no-asm\]' | grep -q 'names the platform "Linux", which is not one of OpenSSL.s Configure targets'; then
+        pass "$N platform Linux: the no-asm verdict says the build names no Configure target"
+    else
+        fail "$N platform Linux: the no-asm verdict does not explain platform Linux: $("$A" "${TRACES[0]}" 2>/dev/null | grep '\[no-asm\]' | head -c 300)"
+    fi
+fi
 tls_server_stop
