@@ -93,7 +93,8 @@ static void cputime_text(struct summary *s)
         snprintf(s->cputime_text, sizeof(s->cputime_text), "wall time: not corrected");
     else
         snprintf(s->cputime_text, sizeof(s->cputime_text),
-                 "wall time with switched-out records left out (%llu of %llu)",
+                 "wall time, switched-out records (%llu of %llu) estimated at their bucket's "
+                 "ns/B and left out of the ns/B figures",
                  (unsigned long long)s->recs_left_out, (unsigned long long)s->m->st.recs);
     n = strlen(s->cputime_text);
     if (why)
