@@ -45,7 +45,7 @@ struct lib {
     int64_t id;
     char *path, *version, *platform, *role, *cpuinfo;
     char *build_id; /* lib.build_id: names the copy beside its path and version, NULL if absent */
-    char *reach;    /* lib.reach: how calls past the linker's binding were reached (issue 15) */
+    char *reach;    /* lib.reach: how calls past the linker's binding were reached */
     uint32_t caps, caps_known; /* bit per enum cap */
     bool has_crypto, has_ssl;
 };
