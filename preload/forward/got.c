@@ -402,8 +402,8 @@ static void patch_object(void *root, const struct tlsm_listed *obj, bool fresh)
     if (!at || _dl_find_object((void *)at, &f) != 0 || tlsm_is_self((void *)at))
         return;
     struct tlsm_obj *o = tlsm_obj_of((void *)at);
-    if (!o)
-        return;
+    if (!o || o->lm != f.dlfo_link_map || o->start != (uintptr_t)f.dlfo_map_start)
+        return; /* not this load's entry (cannot happen once memos are dropped at dlopen) */
     memset(&s, 0, sizeof(s));
     s.lm = f.dlfo_link_map;
     s.start = (uintptr_t)f.dlfo_map_start;

@@ -36,9 +36,13 @@ static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
         l->truncated = true;
         return 1;
     }
+    uintptr_t dyn = 0; /* read here, where the object cannot go away */
+    for (int k = 0; k < info->dlpi_phnum && !dyn; k++)
+        if (info->dlpi_phdr[k].p_type == PT_DYNAMIC)
+            dyn = info->dlpi_addr + info->dlpi_phdr[k].p_vaddr;
     l->v[l->n++] =
-        (struct tlsm_listed){info->dlpi_addr, info->dlpi_phdr, name_hash(info->dlpi_name),
-                             info->dlpi_phdr, info->dlpi_phnum};
+        (struct tlsm_listed){info->dlpi_addr, info->dlpi_phdr,  name_hash(info->dlpi_name),
+                             info->dlpi_phdr, info->dlpi_phnum, dyn};
     return 0;
 }
 
@@ -115,11 +119,8 @@ const struct tlsm_listed *tlsm_listing_entry_of(const struct tlsm_listing *l,
 {
     for (size_t i = 0; i < l->n; i++) {
         const struct tlsm_listed *o = &l->v[i];
-        if (o->base != lm->l_addr)
-            continue;
-        for (int k = 0; k < o->phnum; k++)
-            if (o->ph[k].p_type == PT_DYNAMIC && o->base + o->ph[k].p_vaddr == (uintptr_t)lm->l_ld)
-                return o;
+        if (o->base == lm->l_addr && o->dyn && o->dyn == (uintptr_t)lm->l_ld)
+            return o;
     }
     return NULL;
 }

@@ -18,6 +18,7 @@ struct tlsm_listed {
     uint64_t name;
     const ElfW(Phdr) * ph;
     int phnum;
+    uintptr_t dyn; /* its PT_DYNAMIC (= its link map's l_ld), read while listing */
 };
 struct tlsm_listing {
     struct tlsm_listed *v;
@@ -32,7 +33,8 @@ bool tlsm_listing_take(struct tlsm_listing *l);
 void tlsm_listing_free(struct tlsm_listing *l);
 const struct tlsm_listed *tlsm_listing_find(const struct tlsm_listing *l, uintptr_t base,
                                             const void *phdr, uint64_t name);
-/* The listing's entry of a held object (matched by base and PT_DYNAMIC), NULL if none. */
+/* The listing's entry of a held object (matched by base and PT_DYNAMIC; no listed object's
+ * memory is read, it may be gone since), NULL if none. */
 const struct tlsm_listed *tlsm_listing_entry_of(const struct tlsm_listing *l,
                                                 const struct link_map *lm);
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK_OBJS 128
@@ -33,10 +34,41 @@ static _Atomic int nobjs;
 static pthread_mutex_t obj_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;
 
-/* Stale entries no pointer outlives (never described, never reached), to reuse: a program
- * that reloads plugins gets a new object each time. Under obj_lock. */
-#define MAX_FREE 4096
-static int free_ids[MAX_FREE], nfree;
+/* Stale entries no long-lived pointer refers to (never described, never reached), to reuse: a
+ * program that reloads plugins gets a new object each time. A thread may still hold one for
+ * a moment (a lookup that found it just before it was marked, for a reload of the same file
+ * at the same place): an entry is reused only after a quarantine of QUARANTINE_NS and
+ * QUARANTINE_GENS dlopens/dlcloses, first in, first out. Under obj_lock. */
+#define MAX_FREE        8192
+#define QUARANTINE_NS   2000000000ull
+#define QUARANTINE_GENS 64u
+static struct freed {
+    int id;
+    unsigned gen;
+    uint64_t ns;
+} freed[MAX_FREE];
+static int free_head, free_n;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The oldest freed entry whose quarantine is over, -1 if none. */
+static int reusable(void)
+{
+    if (!free_n)
+        return -1;
+    const struct freed *f = &freed[free_head];
+    unsigned gen = atomic_load_explicit(&tlsm_resolve_gen, memory_order_acquire);
+    if (gen - f->gen < QUARANTINE_GENS || mono_ns() - f->ns < QUARANTINE_NS)
+        return -1;
+    free_head = (free_head + 1) % MAX_FREE;
+    free_n--;
+    return f->id;
+}
 
 /* Entry i (< nobjs), through its chunk. */
 #define objs(i)                                                                                    \
@@ -117,7 +149,10 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
     const struct obj_memo *m = &obj_memo;
     uintptr_t a = (uintptr_t)addr;
     unsigned gen = atomic_load_explicit(&tlsm_resolve_gen, memory_order_acquire);
-    if (m->o && a - m->start < m->end - m->start && m->gen == gen && !m->o->stale)
+    /* The entry must still be this range's: a stale entry may be reused for another object
+     * (the generation moves first, but this thread may have read it before). */
+    if (m->o && a - m->start < m->end - m->start && m->gen == gen && !m->o->stale &&
+        m->o->start == m->start && m->o->end == m->end)
         return m->o;
     struct dl_find_object f;
     if (_dl_find_object((void *)addr, &f) != 0)
@@ -134,10 +169,10 @@ struct tlsm_obj *tlsm_obj_of(const void *addr)
     o = find_obj(&f);
     int n = atomic_load_explicit(&nobjs, memory_order_relaxed);
     bool reused = false, fresh = false;
-    if (!o && nfree) {
+    int id = o ? -1 : reusable();
+    if (id >= 0) {
         /* Stale and never described: no record, connection or forward answer points at it.
          * Hidden from find_obj (stale) until it is whole; per-thread memos are dropped. */
-        int id = free_ids[--nfree];
         o = &objs(id);
         atomic_fetch_add_explicit(&tlsm_resolve_gen, 1, memory_order_acq_rel);
         entry.stale = true;
@@ -187,8 +222,11 @@ void tlsm_obj_mark_stale(void)
         pthread_mutex_lock(&obj_lock);
         if (!o->stale) {
             __atomic_store_n(&o->stale, true, __ATOMIC_RELEASE);
-            if (!atomic_load(&o->described) && !atomic_load(&o->reach) && nfree < MAX_FREE)
-                free_ids[nfree++] = i;
+            if (!atomic_load(&o->described) && !atomic_load(&o->reach) && free_n < MAX_FREE) {
+                freed[(free_head + free_n) % MAX_FREE] = (struct freed){
+                    i, atomic_load_explicit(&tlsm_resolve_gen, memory_order_acquire), mono_ns()};
+                free_n++;
+            }
         }
         pthread_mutex_unlock(&obj_lock);
     }

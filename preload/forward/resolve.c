@@ -312,6 +312,14 @@ static bool gone_entry(const struct tlsm_fwd_entry *e)
  * cache and its object registry small. */
 _Atomic unsigned tlsm_resolve_gen;
 
+/* Every per-thread memo of an object (obj.c, hook_evp.c) is dropped: called around every
+ * dlopen and dlclose, since a link map and an address range may belong to another object once
+ * one is unloaded and another loaded, before any dlclose hook ran after it. */
+void tlsm_resolve_bump(void)
+{
+    atomic_fetch_add_explicit(&tlsm_resolve_gen, 1, memory_order_acq_rel);
+}
+
 void tlsm_resolve_invalidate(void)
 {
     atomic_fetch_add_explicit(&tlsm_resolve_gen, 1, memory_order_acq_rel);

@@ -148,6 +148,8 @@ tlsm_forward_fast(enum tlsm_fn id, const void *caller)
 
 /* Objects were unloaded: forget the cached answers whose caller or target went away. */
 void tlsm_resolve_invalidate(void);
+/* Drop every per-thread memo of an object: around each dlopen and dlclose. */
+void tlsm_resolve_bump(void);
 /* Before every dlopen: forget the answers cached for callers in no object (JIT pages). */
 void tlsm_resolve_before_dlopen(void);
 /* Advanced by every tlsm_resolve_invalidate: an answer a hook keeps itself (hook_evp.c) is

@@ -38,6 +38,7 @@ static void *deepbind_dlopen(const char *file, int mode)
     bool ok = tlsm_listing_take(&before);
     void *h = tlsm_real_dlopen(file, mode);
     int saved = errno;
+    tlsm_resolve_bump();
     if (h && ok)
         tlsm_reach_after(h, mode, &before);
     tlsm_listing_free(&before);
@@ -56,6 +57,7 @@ struct tlsm_dlopen_route tlsm_dlopen_route(const char *file, int mode, const voi
     struct dl_find_object f;
     struct tlsm_dlopen_route r = {tlsm_real_dlopen_fn(), NULL};
     tlsm_resolve_before_dlopen();
+    tlsm_resolve_bump();
     if (tlsm_is_self(ra) || !atomic_load_explicit(&tlsm_active, memory_order_relaxed) ||
         !tlsm_cfg.patch)
         return r;
@@ -78,6 +80,7 @@ TLSM_EXPORT int dlclose(void *handle)
 {
     tlsm_th.calls[TLSM_FN_dlclose]++;
     tlsm_blind_calls_before_dlclose();
+    tlsm_resolve_bump();
     int ret = tlsm_real_dlclose(handle);
     int saved = errno;
     if (ret == 0) {

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,12 +32,16 @@
 /* The listings of this thread's dlopens in progress (constructors may dlopen again). */
 #define MAX_DEPTH 8
 struct pending {
-    struct tlsm_listing before;
+    struct tlsm_listing before; /* RTLD_DEEPBIND only: which objects are new (GOT stubs) */
+    unsigned long long adds;    /* objects ever added when the dlopen began */
     uintptr_t sp;
     int mode;
 };
 static __thread struct pending pend[MAX_DEPTH] __attribute__((tls_model("initial-exec")));
 static __thread int npend __attribute__((tls_model("initial-exec")));
+/* dlopens between begin and end, all threads: while another is in flight, a dlopen that
+ * loaded nothing itself may have returned an object that thread is still reaching. */
+static _Atomic int inflight;
 
 /* A CPU shadow stack (x86 CET) checks every return against the call that made it: the
  * borrowed return would be refused. Asked once; without /proc, assume none is enabled
@@ -132,15 +137,33 @@ static const void *gadget_of(const void *ra)
     return (const void *)g;
 }
 
+/* The loader's count of objects ever added (dl_phdr_info's dlpi_adds): a dlopen that leaves
+ * it unchanged loaded nothing, and has nothing to reach (a program may dlopen an object it
+ * has already, in a loop: that must stay as cheap as without tlsmeter). */
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
+        *(unsigned long long *)arg = info->dlpi_adds;
+    return 1;
+}
+
+static unsigned long long adds_now(void)
+{
+    unsigned long long a = 0;
+    dl_iterate_phdr(adds_cb, &a);
+    return a;
+}
+
 const void *tlsm_late_begin(int mode, const void *ra, uintptr_t sp)
 {
-    if (npend == MAX_DEPTH || shadow_stack())
-        return NULL;
+    if (npend == MAX_DEPTH || (mode & RTLD_NOLOAD) || shadow_stack())
+        return NULL; /* RTLD_NOLOAD loads nothing: straight to libc */
     tlsm_th.guard++;
     const void *g = gadget_of(ra);
     struct pending *p = &pend[npend];
     memset(p, 0, sizeof(*p));
-    if (g && !tlsm_listing_take(&p->before)) {
+    p->adds = g ? adds_now() : 0;
+    if (g && (mode & RTLD_DEEPBIND) && !tlsm_listing_take(&p->before)) {
         tlsm_listing_free(&p->before);
         g = NULL;
     }
@@ -150,26 +173,51 @@ const void *tlsm_late_begin(int mode, const void *ra, uintptr_t sp)
     p->sp = sp;
     p->mode = mode;
     npend++;
+    atomic_fetch_add(&inflight, 1);
     return g;
+}
+
+static bool at_start_has(const struct link_map *lm);
+
+/* Was the object h names reached already (or is it the start's)? Asked when a dlopen loaded
+ * nothing and no other was in flight: the common loop of dlopens of a loaded object. */
+static bool reached(void *h)
+{
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm)
+        return true; /* nothing to go by: as before */
+    struct tlsm_obj *o = tlsm_obj_of((const void *)lm->l_ld);
+    return (o && atomic_load_explicit(&o->late_state, memory_order_acquire) == 2) ||
+           at_start_has(lm);
 }
 
 void tlsm_late_end(void *h, uintptr_t sp)
 {
     int saved = errno;
     /* Entries made below sp belong to dlopens a longjmp left: dropped. */
-    while (npend > 0 && pend[npend - 1].sp < sp)
+    while (npend > 0 && pend[npend - 1].sp < sp) {
         tlsm_listing_free(&pend[--npend].before);
+        atomic_fetch_sub(&inflight, 1);
+    }
     if (npend > 0 && pend[npend - 1].sp == sp) {
         struct pending *p = &pend[--npend];
-        if (h)
+        tlsm_resolve_bump(); /* an object may now be where an unloaded one was */
+        if (h && (adds_now() != p->adds || atomic_load(&inflight) > 1 || !reached(h)))
             tlsm_reach_after(h, p->mode, &p->before);
         tlsm_listing_free(&p->before);
+        atomic_fetch_sub(&inflight, 1);
     }
     errno = saved;
 }
 
 /* The objects loaded with the program: the start's reach is theirs (main.c). */
 static struct tlsm_listing at_start;
+
+static bool at_start_has(const struct link_map *lm)
+{
+    const struct tlsm_listed *o = tlsm_listing_entry_of(&at_start, lm);
+    return o != NULL;
+}
 
 void tlsm_late_init(void)
 {
@@ -225,8 +273,8 @@ void tlsm_reach_after(void *h, int mode, const struct tlsm_listing *before)
     if (!h || !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || !tlsm_cfg.patch)
         return;
     tlsm_th.guard++;
-    tlsm_got_sweep(before);
     if (tlsm_listing_take(&after)) {
+        tlsm_got_sweep(&after);
         int n = tlsm_scope_closure(h, objs, TLSM_SCOPE_MAX);
         for (int i = 0; i < n; i++) {
             const struct tlsm_listed *o = tlsm_listing_entry_of(&after, objs[i].lm);
