@@ -68,6 +68,7 @@ void tlsm_listing_free(struct tlsm_listing *l)
     if (l->v)
         munmap(l->v, l->bytes);
     l->v = NULL;
+    l->n = l->cap = 0; /* an empty listing: nothing in it, whatever was taken */
 }
 
 const struct tlsm_listed *tlsm_listing_find(const struct tlsm_listing *l, uintptr_t base,
