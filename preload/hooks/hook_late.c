@@ -42,6 +42,7 @@ static __thread int npend __attribute__((tls_model("initial-exec")));
 /* dlopens between begin and end, all threads: while another is in flight, a dlopen that
  * loaded nothing itself may have returned an object that thread is still reaching. */
 static _Atomic int inflight;
+static bool late_ok; /* the start's objects are known: without that list, no late reach */
 
 /* A CPU shadow stack (x86 CET) checks every return against the call that made it: the
  * borrowed return would be refused. Asked once; without /proc, assume none is enabled
@@ -156,7 +157,7 @@ static unsigned long long adds_now(void)
 
 const void *tlsm_late_begin(int mode, const void *ra, uintptr_t sp)
 {
-    if (npend == MAX_DEPTH || (mode & RTLD_NOLOAD) || shadow_stack())
+    if (!late_ok || npend == MAX_DEPTH || (mode & RTLD_NOLOAD) || shadow_stack())
         return NULL; /* RTLD_NOLOAD loads nothing: straight to libc */
     tlsm_th.guard++;
     const void *g = gadget_of(ra);
@@ -221,8 +222,9 @@ static bool at_start_has(const struct link_map *lm)
 
 void tlsm_late_init(void)
 {
-    if (!tlsm_listing_take(&at_start))
-        tlsm_listing_free(&at_start); /* then every object counts as loaded later */
+    late_ok = tlsm_listing_take(&at_start);
+    if (!late_ok)
+        tlsm_listing_free(&at_start);
 }
 
 /* Threads whose dlopens returned the same object loaded after start (new for one, loaded
