@@ -23,11 +23,12 @@ T=$TLSM_TOP/tests/tools
 TLS_RUN_TIMEOUT=120
 RUNS=${TLSM_ONCPU_RUNS:-5}
 MIB=${TLSM_ONCPU_MIB:-32}
-# Under the sanitizers the preload runs several times slower beside a competitor on one CPU:
-# a smaller body keeps each run inside its time bound (the same checks, fewer records).
-[ -n "${TLSM_SAN:-}" ] && MIB=${TLSM_ONCPU_MIB:-8}
 if ! command -v curl >/dev/null; then
     skip "analyze-oncpu-weights: no curl"
+    exit 0
+fi
+if ! tls_client_ok curl; then
+    skip "analyze-oncpu-weights: $TLS_CLIENT_SKIP"
     exit 0
 fi
 "$TLSM_TOP/scripts/install-deps" --extra protobuf-compiler >/dev/null 2>&1
