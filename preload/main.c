@@ -107,7 +107,7 @@ __attribute__((destructor)) static void tlsm_stop(void)
         return;
     tlsm_summary_flush(true); /* summary mode: the last interval's totals */
     tlsm_th.guard++;
-    tlsm_blind_at_exit(); /* issue 7: blind and fwd events, before the end line */
+    tlsm_blind_at_exit(); /* blind and fwd events, before the end line */
     tlsm_trace_finish();
     atomic_store(&tlsm_active, false);
 }
@@ -156,7 +156,7 @@ static size_t end_line(char *buf, size_t cap)
     tlsm_json_int(&j, "maxrss_kb", ru.ru_maxrss);
     hooks_write(&j);
     tlsm_obj_end_write(&j);
-    tlsm_blind_end_write(&j); /* issue 7: objects tlsmeter cannot see */
+    tlsm_blind_end_write(&j); /* objects tlsmeter cannot see */
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
     tlsm_json_int(&j, "preempted", (int64_t)tlsm_cpu_preempted());
     if (tlsm_cfg.stacks)

@@ -73,7 +73,7 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
         return model__impl(r->m, r->t, o, err, errlen);
     case EV_FWD: /* where calls were forwarded: the report keeps those past the linker */
         return model__fwd(r->m, r->t, o, err, errlen);
-    case EV_SOCKREAD: /* issue 15: socket reads of a copy whose SSL_read is unreachable */
+    case EV_SOCKREAD: /* socket reads of a copy whose SSL_read is unreachable */
         return model__sockread(r->m, r->t, o, err, errlen);
     case EV_SUMMARY:
         return model__summary(r->m, r->t, o, err, errlen);

@@ -1,4 +1,4 @@
-/* handshake.h: the handshake parts of each connection (conn open event `hs`, issue 18) and
+/* handshake.h: the handshake parts of each connection (conn open event `hs`) and
  * the figures every output shares: connections, on-CPU time per connection, parts,
  * certificates (docs/trace-format.md "conn", docs/handshake.md). */
 #ifndef TLSM_HANDSHAKE_H

@@ -221,7 +221,7 @@ struct conn {
     int64_t hs_ns, hs_call_ns;
     bool opened, closed;
     struct stats st;
-    struct conn_hs hs; /* issue 18: the handshake's parts (hs.have: the trace has them) */
+    struct conn_hs hs; /* the handshake's parts (hs.have: the trace has them) */
 };
 
 struct thread {

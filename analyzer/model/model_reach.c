@@ -1,4 +1,4 @@
-/* model_reach.c: issue 15's events into the model: the socket reads of copies whose SSL_read
+/* model_reach.c: the reach events into the model: the socket reads of copies whose SSL_read
  * tlsmeter cannot reach (sockread: the TLS stream as it arrived, per copy and socket), and the
  * callers whose GOT slots were rewritten to the hooks (fwd with reach). The report's "copies
  * and reach" section and its verdicts read them (verdicts/reach.c). Memory is bounded per

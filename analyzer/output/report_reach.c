@@ -1,6 +1,6 @@
 /* report_reach.c: the "copies and reach" section of the text report and the "copies" array
  * of --json: each OpenSSL copy of each trace, how tlsmeter reached it (lib.reach), its
- * records, the bytes that arrived through its socket reads past the hooks (issue 15, per
+ * records, the bytes that arrived through its socket reads past the hooks (per
  * socket) and the callers whose GOT slots were rewritten (fwd reach). */
 #include "output/report.h"
 

@@ -1,5 +1,5 @@
 /* reach.h: each OpenSSL copy of each trace, how tlsmeter reached it (lib.reach), what its
- * records carried and what arrived through its socket reads past the hooks (issue 15): the
+ * records carried and what arrived through its socket reads past the hooks: the
  * figures of the report's "copies and reach" section and of its socket-reads and
  * bytes-unseen verdicts. */
 #ifndef TLSM_REACH_H

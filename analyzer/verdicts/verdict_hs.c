@@ -1,6 +1,6 @@
 /* verdict_hs.c: what the handshakes cost and what would remove it: handshake share of the
  * process's CPU, the certificate chain parsed and verified on every connection, RSA vs
- * ECDSA signature cost, full handshakes where resumption was possible (issue 18). */
+ * ECDSA signature cost, full handshakes where resumption was possible. */
 #include "verdicts/summary.h"
 
 #include "base/fmt.h"

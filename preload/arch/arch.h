@@ -50,7 +50,7 @@ uint32_t tlsm_arch_scan(uintptr_t start, uint32_t size, void (*branch)(void *, u
  * readable); 0 if none or if this architecture bounds functions by their FDEs only. */
 uint32_t tlsm_arch_to_ret(uintptr_t pc, uint32_t max);
 
-/* Entry patching (issue 15, forward/entry.c). A branch of TLSM_ARCH_PATCH_LEN bytes written
+/* Entry patching (forward/entry.c). A branch of TLSM_ARCH_PATCH_LEN bytes written
  * at a function's entry reaches a stub within TLSM_ARCH_NEAR bytes of it. */
 #if defined(__x86_64__)
 #define TLSM_ARCH_PATCH_LEN 5            /* jmp rel32 */

@@ -29,8 +29,8 @@ struct tlsm_conn_state {
     struct {
         uint64_t calls, bytes, recs, crypto_ns, preempt;
     } tot[2];
-    bool ktls_asked;   /* issue 7: kTLS receive probed once (blind.c) */
-    struct tlsm_hs hs; /* issue 18: the handshake's parts */
+    bool ktls_asked;   /* kTLS receive probed once (blind.c) */
+    struct tlsm_hs hs; /* the handshake's parts */
 };
 
 static struct tlsm_table conns;
@@ -430,7 +430,7 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
         cs->tot[dir].preempt += io->preempt;
         if (!cs->opened) /* the call only while the handshake is not seen complete */
             tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
-        /* issue 7: bytes, yet this read decrypted no record: ask once whether the kernel
+        /* bytes, yet this read decrypted no record: ask once whether the kernel
          * decrypts for this connection (kTLS receive makes no EVP call). */
         if (dir == TLSM_DIR_IN && got > 0 && !io->recs && !cs->ktls_asked) {
             cs->ktls_asked = true;

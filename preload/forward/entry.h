@@ -1,4 +1,4 @@
-/* entry.h: issue 15, technique 3: patch the entry of an SSL_* function that no PLT leads to
+/* entry.h: patch the entry of an SSL_* function that no PLT leads to
  * (a copy inside the executable, node's; a -Bsymbolic library's own calls), so that it jumps
  * to tlsmeter's hook; the hook forwards to a trampoline that runs the moved instructions
  * and continues in the original. CPU parts: arch/ARCH/entry.c. */

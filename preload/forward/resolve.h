@@ -45,7 +45,7 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
 
 /* libtlsmeter.so's own address range. */
 extern uintptr_t tlsm_self_start, tlsm_self_end;
-/* Where the object this thread last forwarded a call into starts (issue 7). A hooked call whose
+/* Where the object this thread last forwarded a call into starts. A hooked call whose
  * return address lies inside libtlsmeter is a tail call made by the real function a hook just
  * called (EVP_CipherUpdate -> jmp EVP_DecryptUpdate@plt, SSL_connect -> SSL_do_handshake):
  * the linker would have bound it as a call of that object, so resolve it as one. Taking

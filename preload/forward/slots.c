@@ -1,6 +1,6 @@
 /* slots.c: writing one pointer inside a loaded object (a GOT slot, a provider table entry)
  * where the loader may have made the page read-only (RELRO), and rewriting an object's
- * imports of given names (issue 15: forward/got.c, forward/tables.c, hooks/hook_sock.c). */
+ * imports of given names (forward/got.c, forward/tables.c, hooks/hook_sock.c). */
 #include "forward/got.h"
 #include "base/elfdyn.h"
 #include "forward/resolve.h"

@@ -1,4 +1,4 @@
-/* tables.h: issue 15, technique 2: an OpenSSL 3 copy the hooks cannot interpose (hidden or
+/* tables.h: an OpenSSL 3 copy the hooks cannot interpose (hidden or
  * stripped symbols, -Bsymbolic) still dispatches every cipher call through its default
  * provider's OSSL_DISPATCH tables, which EVP copies into each EVP_CIPHER at fetch time.
  * Found from the algorithm name strings and the relative relocations that point at them,

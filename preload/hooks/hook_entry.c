@@ -1,4 +1,4 @@
-/* hook_entry.c: issue 15, technique 3, which copies get their SSL_* entry points patched:
+/* hook_entry.c: which copies get their SSL_* entry points patched:
  * those no PLT leads to (the program's own copy: node carries OpenSSL 3 in its executable and
  * calls SSL_read directly; a -Bsymbolic library calling its own), when the copy defines the
  * name in its own dynamic symbols (stripped or hidden copies have none to find: their SSL_*

@@ -1,4 +1,4 @@
-/* hook_sock.c: issue 15, technique 4. A copy whose SSL_read nothing can reach (hidden or
+/* hook_sock.c: A copy whose SSL_read nothing can reach (hidden or
  * stripped: no symbol to patch) still reads its socket through libc, and those calls cross its
  * PLT: its GOT slots for read, recv, recvfrom and recvmsg are pointed here (forward/got.c,
  * tlsm_got_rewrite), and each call on a socket that returns is a `sockread` event: ciphertext

@@ -1,4 +1,4 @@
-/* hook_table.c: issue 15, technique 2. The wrappers tlsmeter puts into the provider dispatch
+/* hook_table.c: The wrappers tlsmeter puts into the provider dispatch
  * tables of an OpenSSL 3 copy the hooks cannot interpose (forward/tables.c finds them): the
  * provider's decrypt_init, encrypt_init, update, final, cipher, set_ctx_params and freectx,
  * called by the copy's own EVP code with the provider's cipher context. That context pointer

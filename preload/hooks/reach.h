@@ -1,4 +1,4 @@
-/* reach.h: issue 15, the hooks that reach OpenSSL copies past LD_PRELOAD, set up from the
+/* reach.h: the hooks that reach OpenSSL copies past LD_PRELOAD, set up from the
  * constructor (main.c) in this order: provider tables (hook_table.c), then SSL_* entry
  * points (hook_entry.c), then, for a copy whose SSL_read neither reaches, its libc socket
  * reads (hook_sock.c). A copy whose tables have an unknown shape is left alone by all. */

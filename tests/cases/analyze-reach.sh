@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analyze-reach: the analyzer's "copies and reach" (issue 15 in the report): each OpenSSL copy,
+# analyze-reach: the analyzer's "copies and reach" section: each OpenSSL copy,
 # how tlsmeter reached it (lib reach), its records and the bytes that arrived through its
 # socket reads past the hooks (sockread events), checked against instruments independent of
 # tlsmeter. The real programs of vendor-reach and reach-node:

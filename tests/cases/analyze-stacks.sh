@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# analyze-stacks: who is decrypting (issue 6). Real downloads recorded with TLSMETER_STACKS:
+# analyze-stacks: who is decrypting. Real downloads recorded with TLSMETER_STACKS:
 # curl's folded stacks go curl -> libcurl -> SSL_read and their weights sum to the trace's crypto
 # ns (sampled or not, by ns or by bytes); a program whose middle library is stripped still gets
 # stacks, the stripped frame as module+0x...; a trace symbolized with --sysroot after its files

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# blind-otherlib: issue 11. Programs that do their TLS with GnuTLS (wget; git ls-remote, whose
+# blind-otherlib: Programs that do their TLS with GnuTLS (wget; git ls-remote, whose
 # git-remote-https uses libcurl-gnutls) never touch OpenSSL: under the preload they must run
 # unchanged (output, exit code: git fails the protocol against s_server, the same way both
 # times), print exactly one tlsmeter notice naming GnuTLS and its version, and leave a trace

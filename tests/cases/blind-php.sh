@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# blind-php: issues 11 and 15. PHP loads its extensions RTLD_DEEPBIND, so libcurl.so.4 (needed
+# blind-php: PHP loads its extensions RTLD_DEEPBIND, so libcurl.so.4 (needed
 # by curl.so) binds SSL_read straight to libssl past the hooks. Issue 15: tlsmeter rewrites
 # those GOT slots right after the dlopen, so a curl_exec download from openssl s_server runs
 # unchanged and has its reads (covering the body, every record inside one), a fwd event from

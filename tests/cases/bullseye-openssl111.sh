@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bullseye-openssl111: issue 16. Debian 11's own userland (glibc 2.31, OpenSSL 1.1.1w
+# bullseye-openssl111: Debian 11's own userland (glibc 2.31, OpenSSL 1.1.1w
 # `openssl s_client`, run through its own ld-2.31.so; arm64 under qemu-aarch64-static -L)
 # with the dist library (make dist) preloaded, downloading 16 MiB from a local s_server:
 # the program runs and its output is unchanged (sha256, exit code, stderr apart from

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dist-glibc: issue 16, what `make dist` promises about glibc. (1) The dist library asks for
+# dist-glibc: what `make dist` promises about glibc. (1) The dist library asks for
 # no glibc symbol version past 2.28, and the check that says so does fail on a library that
 # does (the host build, made on glibc 2.36). (2) On Debian 11's glibc 2.31 the dist library
 # loads and the program runs unchanged, while the host build stops the program before main

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dist-host: issue 16. The dist library (make dist: built against Debian 11's glibc 2.31,
+# dist-host: The dist library (make dist: built against Debian 11's glibc 2.31,
 # with run-time fallbacks for what newer glibc offers) preloaded on this Debian 12 host, into
 # the host's own OpenSSL 3 clients: it must trace as the host build does. 4 MiB over TLS 1.3
 # and 1.2: output unchanged, every byte and record in the trace, class hardware; with the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # enc-summary: summary mode (TLSMETER_EVENTS=summary) keeps the encrypting side as it keeps
-# the decrypting one (issue 17 on issue 14's summaries). openssl s_client uploads 24 MiB to
+# the decrypting one (on the summaries of the decrypting side). openssl s_client uploads 24 MiB to
 # tests/tools/hashserver.py (it answers with the sha256 and byte count of what it received:
 # the instrument independent of tlsmeter), TLS 1.3 AES-128-GCM:
 # - TLSMETER_EVENTS=both, split into its event lines and its summary events (one upload, two

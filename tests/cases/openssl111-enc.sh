@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# openssl111-enc: OpenSSL 1.1.1's encrypting side and handshake parts (issues 16, 17, 18 on a
+# openssl111-enc: OpenSSL 1.1.1's encrypting side and handshake parts (on a
 # 1.1.1 copy), in Debian 11's own userland (glibc 2.31, OpenSSL 1.1.1w, its own ld-2.31.so)
 # with the dist library preloaded (tests/lib-bullseye.sh).
 # - Upload: 1.1.1's `openssl s_client` sends a RAW head and 16 MiB to tests/tools/hashserver.py

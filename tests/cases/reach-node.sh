@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# reach-node: issue 15 on node, which carries OpenSSL 3.0 in its (position-dependent)
+# reach-node: node, which carries OpenSSL 3.0 in its (position-dependent)
 # executable: its SSL_read is exported but node's own calls never cross a PLT. tlsmeter
 # reaches the copy through its provider tables (records) and its patched SSL_* entry points
 # (reads, connections). An https.get of 16 MiB from openssl s_server: output unchanged,

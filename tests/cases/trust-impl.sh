@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# trust-impl: the implementation class comes from the code that ran (issue 11).
+# trust-impl: the implementation class comes from the code that ran.
 #  1. Small records (a server writing one 20-byte or 100-byte record per write), TLS 1.3 and
 #     TLS 1.2 AES-GCM, traced Python client: every GCM record names an impl event, whose
 #     aes/ghash names follow OpenSSL's pairing rules for the instance's capability words, and

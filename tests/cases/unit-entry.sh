@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# unit-entry: issue 15's entry-patching trampolines (preload/forward/entry.c and
+# unit-entry: the entry-patching trampolines (preload/forward/entry.c and
 # preload/arch/ARCH/entry.c) linked into a small program with hand-written prologues
 # (tests/unit/entry.c): push/mov, a conditional branch, a PC-relative operand, a leading
 # endbr64 or BTI, a call among the moved instructions, and one the relocator must refuse.

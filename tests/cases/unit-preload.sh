@@ -22,7 +22,7 @@ rc=$?
 echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 [ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit json: exit $rc: $(echo "$out" | tail -n 3)"
 
-# The perf-clock reading of cputime.h on synthetic task-clock pages (issue 11).
+# The perf-clock reading of cputime.h on synthetic task-clock pages.
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP/preload" \
     -o "$d/cputime" "$TLSM_TOP/tests/unit/cputime.c" "$TLSM_TOP/preload/base/clock.c" \
     "$TLSM_TOP/preload/arch/${TLSM_ARCH:-x86_64}/cpu.c" 2>"$d/cc2.err"; then
@@ -34,7 +34,7 @@ rc=$?
 echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 [ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit cputime: exit $rc: $(echo "$out" | tail -n 3)"
 
-# The record state machine on its own (issue 13): recsm.c and nothing else links.
+# The record state machine on its own: recsm.c and nothing else links.
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter "${san[@]}" -I"$TLSM_TOP/preload" \
     -o "$d/recsm" "$TLSM_TOP/tests/unit/recsm.c" "$TLSM_TOP/preload/core/recsm.c" 2>"$d/cc3.err"; then
     fail "unit recsm: does not build: $(head -c 300 "$d/cc3.err")"
@@ -61,7 +61,7 @@ out=$(run_target "$d/abi" 2>&1)
 rc=$?
 echo "$out" | grep -E '^(PASS|FAIL)' | tee -a "$TLSM_RESULTS"
 [ "$rc" = 0 ] || echo "$out" | grep -q '^FAIL' || fail "unit abi: exit $rc: $(echo "$out" | tail -n 3)"
-# The conn open event's hs object (issue 18): core/hs.c with the JSON builder's digits.
+# The conn open event's hs object: core/hs.c with the JSON builder's digits.
 if ! $cc -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE "${san[@]}" -I"$TLSM_TOP" -I"$TLSM_TOP/preload" -o "$d/hs" \
     "$TLSM_TOP/tests/unit/hs.c" "$TLSM_TOP/preload/core/hs.c" "$TLSM_TOP/preload/base/json.c" \
     2>"$d/cc4.err"; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vendor-layouts: issue 7. A vendor library with its own embedded OpenSSL (built here from
+# vendor-layouts: A vendor library with its own embedded OpenSSL (built here from
 # Debian's libssl.a + libcrypto.a, tests/vendor/build) beside the system libssl.so.3 in one
 # process, in eight layouts, each with and without the system copy in use. In native, hw
 # and soft mode the downloads' sha256 and the exit code must not change; every hooked call

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vendor-openssl1: issue 7, a process with an OpenSSL copy older than 1.1.1 (1.1.1 itself is
+# vendor-openssl1: a process with an OpenSSL copy older than 1.1.1 (1.1.1 itself is
 # traced: openssl111-*.sh). tests/fixtures/openssl1/fake11.c stands in: a libssl.so.1.1 whose
 # OpenSSL_version says 1.0.2u (no OPENSSL_version_major) and whose SSL_read makes libssl's
 # per-record EVP calls through its PLT, with EVP_CIPHER_get_nid/EVP_CIPHER_nid naming

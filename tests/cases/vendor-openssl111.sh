@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vendor-openssl111: issue 16. A real OpenSSL 1.1.1 copy beside the system OpenSSL 3 in one
+# vendor-openssl111: A real OpenSSL 1.1.1 copy beside the system OpenSSL 3 in one
 # process: the vendor library of tests/vendor (vendor.c) built over Debian 11's 1.1.1w
 # libssl.a + libcrypto.a (scripts/bullseye-root), in the layouts where a 1.1.1 copy can live
 # beside libssl.so.3 at all: versioned (every export at a version of its own), plugin

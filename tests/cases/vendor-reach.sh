@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vendor-reach: issue 15, the copies tlsmeter reaches past LD_PRELOAD, beyond what
+# vendor-reach: the copies tlsmeter reaches past LD_PRELOAD, beyond what
 # vendor-layouts checks (and on aarch64 too, cross-built from the sysroot's archives under
 # make check-aarch64). (0) The stripped --exclude-libs,ALL vendor library is measured through
 # its provider tables: records of the whole body from its lib (reach "table+plt"), masked (-m)

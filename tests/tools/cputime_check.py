@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cputime_check: ns/B and crypto share of CPU read straight from traces (independent of the
-analyzer), and the contention rule of issue 11: a run pinned to one CPU beside a busy
+analyzer), and the contention rule of a run pinned to one CPU beside a busy
 process must agree with the same download alone.
 
     cputime_check.py summary TRACE...            one line of figures per trace

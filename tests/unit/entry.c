@@ -1,4 +1,4 @@
-/* entry.c (unit): the entry-patching trampolines of issue 15 (preload/forward/entry.c,
+/* entry.c (unit): the entry-patching trampolines (preload/forward/entry.c,
  * preload/arch/ARCH/entry.c) on hand-written prologues: each function is patched to a hook
  * that counts the call and calls the original through its trampoline; results must not change.
  * Prologues the relocator must refuse are left untouched. Prints PASS/FAIL lines. */
@@ -91,8 +91,8 @@ static void check(const char *name, fn_t f, int refuse, const int *in, const int
 
 int main(void)
 {
-    const int in[] = {0, 5, -3}, plain[] = {7, 12, 4}, branch[] = {-1, 6, -2}, rip[] = {100, 105, 97},
-              lead[] = {3, 8, 0}, call[] = {40, 45, 37}, refuse[] = {5};
+    const int in[] = {0, 5, -3}, plain[] = {7, 12, 4}, branch[] = {-1, 6, -2},
+              rip[] = {100, 105, 97}, lead[] = {3, 8, 0}, call[] = {40, 45, 37}, refuse[] = {5};
     check("push/mov prologue", f_plain, 0, in, plain, 3);
     check("branch near the entry", f_branch, 0, in, branch, 3);
     check("PC-relative operand (aarch64: stack adjust)", f_rip, 0, in, rip, 3);

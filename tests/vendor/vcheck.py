@@ -11,7 +11,7 @@ Prints "ok ..." lines and one line per problem; exit 1 on any problem.
   linker bound EVP_CipherUpdate to; the vendor's connection has records (visible layouts)
   or a `blind` event names the vendor object with REASON (blind layouts);
 - reroute (hw/soft): records of every connection took that path;
-- --table (issue 15): the vendor copy is reached through its provider tables: its lib event
+- --table: the vendor copy is reached through its provider tables: its lib event
   says reach "table", it has at least --min-recs records (natively: decrypted by it), and it
   is not reported blind;
 - --soft-vendor: the vendor copy's lib event has no AES-NI (with --table: its records' impl

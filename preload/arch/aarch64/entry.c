@@ -1,4 +1,4 @@
-/* entry.c (aarch64): relocate a function's first instruction for entry patching (issue 15,
+/* entry.c (aarch64): relocate a function's first instruction for entry patching (
  * forward/entry.c). One instruction is overwritten (b imm26 to a stub within 128 MiB). A
  * leading BTI landing pad stays where it is (an indirect call must still land on it) and the
  * instruction after it is the one moved. PC-relative instructions (adr/adrp, b/bl, b.cond,

@@ -1,4 +1,4 @@
-/* entry.c (x86_64): relocate a function's first instructions for entry patching (issue 15,
+/* entry.c (x86_64): relocate a function's first instructions for entry patching (
  * forward/entry.c). A small decoder, not a disassembler library: it knows the lengths of the
  * instructions compilers put at function entry (endbr64, push/pop, the fs-relative stack
  * protector load, mov/lea/test/cmp/ALU forms
