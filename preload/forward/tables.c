@@ -64,8 +64,10 @@ static uintptr_t find_string(const struct tlsm_table_copy *c, const char *s)
     return 0;
 }
 
-/* "OpenSSL 3.x.y dd Mon yyyy": the version text libcrypto carries. */
-static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
+/* The first string in a read-only segment that starts (after a NUL) with prefix (10 bytes)
+ * and whose next byte ok() accepts, copied into buf ("" if none). */
+static void find_text(const struct tlsm_table_copy *c, const char *prefix, bool (*ok)(char),
+                      char *buf, size_t cap)
 {
     buf[0] = 0;
     for (int i = 0; i < c->phnum && !buf[0]; i++) {
@@ -73,13 +75,28 @@ static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
         if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
             continue;
         const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
-        for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), "OpenSSL 3.", 10));
-             q++)
-            if ((q == lo || !q[-1]) && q + 12 < end && q[10] >= '0' && q[10] <= '9') {
+        for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), prefix, 10)); q++)
+            if ((q == lo || !q[-1]) && q + 12 < end && ok(q[10])) {
                 snprintf(buf, cap, "%.*s", (int)strnlen(q, (size_t)(end - q)), q);
                 break;
             }
     }
+}
+
+static bool digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+static bool printable(char ch)
+{
+    return ch > ' ';
+}
+
+/* "OpenSSL 3.x.y dd Mon yyyy": the version text libcrypto carries. */
+static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
+{
+    find_text(c, "OpenSSL 3.", digit, buf, cap);
 }
 
 /* "platform: TARGET", the Configure target OpenSSL keeps for OpenSSL_version(OPENSSL_PLATFORM):
@@ -87,19 +104,7 @@ static void find_version(const struct tlsm_table_copy *c, char *buf, size_t cap)
  * modules). The copy is never called, so the text is read from its string constants. */
 static void find_platform(const struct tlsm_table_copy *c, char *buf, size_t cap)
 {
-    buf[0] = 0;
-    for (int i = 0; i < c->phnum && !buf[0]; i++) {
-        const ElfW(Phdr) *ph = &c->phdr[i];
-        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
-            continue;
-        const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
-        for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), "platform: ", 10));
-             q++)
-            if ((q == lo || !q[-1]) && q + 11 < end && q[10] > ' ') {
-                snprintf(buf, cap, "%.*s", (int)strnlen(q, (size_t)(end - q)), q);
-                break;
-            }
-    }
+    find_text(c, "platform: ", printable, buf, cap);
 }
 
 struct batch {
