@@ -29,13 +29,31 @@
 #   target_arch                             x86_64, aarch64 ...
 # A case declares where it can run with a line `# tlsm-arch: x86_64 aarch64` (tests/run
 # skips it elsewhere, naming the reason); without such a line it runs on the host only.
+#
+# Userlands: a case with a line `# tlsm-userland: trixie` runs once more with the programs of
+# that Debian release (tests/run sets, from scripts/debian-root):
+#   TLSM_USERLAND=trixie               the release (unset: the host's programs)
+#   TLSM_UL_ROOT=DIR                   its root, made from Debian's packages
+#   TLSM_UL_LD, TLSM_UL_LIBPATH        its loader and library path (x86_64)
+# Then target_cmd runs the release's programs and libraries, the host's kernel underneath:
+#   x86_64   ROOT's ld.so --library-path ROOT/usr/lib/... [--preload LIB] PROG
+#            (tests/tools/ul-exec, which also searches a caller's LD_LIBRARY_PATH first)
+#   aarch64  qemu-aarch64-static -L ROOT [-E LD_PRELOAD=LIB] PROG
+# and a bare PROG (openssl, curl, python3) is ROOT/usr/bin/PROG. Our own test clients run
+# there too, on the release's libssl. tlsmeter's own tools (the analyzer, which needs
+# libraries the root does not have) keep running as before: run_tool, target_wrapper.
+#   in_userland                             true when the programs are a release's
+#   run_tool [VAR=VAL...] PROG ARGS...      run one of our tools (host, or sysroot under qemu)
+#   ul_openssl                              the release's OpenSSL version text (lib events)
 
 TLSM_ARCH=${TLSM_ARCH:-$(uname -m)}
 TLSM_RUNNER=${TLSM_RUNNER:-}
 TLSM_SYSROOT=${TLSM_SYSROOT:-}
 
+TLSM_USERLAND=${TLSM_USERLAND:-}
 target_arch() { echo "$TLSM_ARCH"; }
 under_qemu() { [ -n "$TLSM_RUNNER" ]; }
+in_userland() { [ -n "$TLSM_USERLAND" ]; }
 
 # target_cmd [VAR=VAL...] PROG ARGS...: the command line, in the array TARGET_CMD (a plain
 # command: timeout, env and xargs can run it, where they cannot run a shell function).
@@ -50,11 +68,30 @@ target_cmd() {
     done
     prog=$1
     shift
+    local ul=${TLSM_USERLAND:+$TLSM_UL_ROOT}
+    [ -n "${TLSM_AS_TOOL:-}" ] && ul=
+    if [ -n "$ul" ] && ! under_qemu; then
+        # The release's own loader: its glibc and libraries, whatever the host has.
+        local pre='' v
+        for v in "${guest[@]}"; do
+            case $v in
+            LD_PRELOAD=*) pre=${v#LD_PRELOAD=} ;;
+            *) envs+=("$v") ;;
+            esac
+        done
+        [[ $prog == */* ]] || prog=$ul/usr/bin/$prog
+        TARGET_CMD=(env -u LD_PRELOAD "${envs[@]}" TLSM_UL_PRELOAD="$pre"
+            "$TLSM_TOP/tests/tools/ul-exec" "$prog" "$@")
+        return 0
+    fi
     if ! under_qemu; then
         TARGET_CMD=(env "${envs[@]}" "${guest[@]}" "$prog" "$@")
         return 0
     fi
-    [[ $prog == */* ]] || prog=$TLSM_SYSROOT/usr/bin/$prog
+    local root=${ul:-$TLSM_SYSROOT} runner=$TLSM_RUNNER
+    # shellcheck disable=SC2001
+    [ -n "$ul" ] && runner=$(echo "$TLSM_RUNNER" | sed "s| -L [^ ]*| -L $ul|")
+    [[ $prog == */* ]] || prog=$root/usr/bin/$prog
     # Libraries are found through qemu -L alone: the guest loader opens
     # /usr/lib/aarch64-linux-gnu/..., qemu serves it from the sysroot, and the trace
     # names the paths a board would (lib.path, module.path: what --sysroot maps back).
@@ -64,7 +101,20 @@ target_cmd() {
         q+=(-E "$v")
     done
     # shellcheck disable=SC2206
-    TARGET_CMD=(env -u LD_PRELOAD -u LD_LIBRARY_PATH "${envs[@]}" $TLSM_RUNNER "${q[@]}" "$prog" "$@")
+    TARGET_CMD=(env -u LD_PRELOAD -u LD_LIBRARY_PATH "${envs[@]}" $runner "${q[@]}" "$prog" "$@")
+}
+
+# ul_openssl: the version text of the userland's OpenSSL, as a lib event's `version` begins.
+ul_openssl() {
+    case $TLSM_USERLAND in
+    trixie) echo "OpenSSL 3.5." ;;
+    *) echo "OpenSSL" ;;
+    esac
+}
+
+run_tool() {
+    TLSM_AS_TOOL=1 target_cmd "$@"
+    "${TARGET_CMD[@]}"
 }
 
 run_target() {
@@ -82,7 +132,7 @@ bg_target() {
 }
 
 target_wrapper() {
-    target_cmd "$1"
+    TLSM_AS_TOOL=1 target_cmd "$1"
     {
         echo '#!/usr/bin/env bash'
         printf 'exec'

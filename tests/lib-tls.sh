@@ -96,7 +96,7 @@ tls_init() {
 # (make check-aarch64) there is no curl for the target at all.
 tls_curl_ok() {
     local rc
-    under_qemu && return 1
+    under_qemu && ! in_userland && return 1
     [ -z "${TLSM_SAN:-}" ] && return 0
     if [ -z "${TLS_CURL_OK:-}" ]; then
         timeout -k 1 5 env LD_PRELOAD="${TLSM_PRELOAD%:*}" curl -sS -o /dev/null \
@@ -108,7 +108,8 @@ tls_curl_ok() {
     return "$TLS_CURL_OK"
 }
 TLS_CURL_SKIP="curl deadlocks with the sanitizer runtime preloaded (not tlsmeter's doing)"
-under_qemu && TLS_CURL_SKIP="no $(target_arch) curl under qemu (the sysroot has s_client and our C clients)"
+under_qemu && ! in_userland &&
+    TLS_CURL_SKIP="no $(target_arch) curl under qemu (the sysroot has s_client and our C clients)"
 
 # tls_client_ok KIND: true when client KIND (see tls_client) can run here; else false with the
 # reason in TLS_CLIENT_SKIP. Under qemu only target programs run: the sysroot's s_client and
@@ -117,7 +118,7 @@ tls_client_ok() {
     TLS_CLIENT_SKIP=
     case $1 in
     curl) tls_curl_ok || TLS_CLIENT_SKIP=$TLS_CURL_SKIP ;;
-    py) under_qemu && TLS_CLIENT_SKIP="no $(target_arch) Python under qemu (the sysroot has s_client and our C clients)" ;;
+    py) under_qemu && ! in_userland && TLS_CLIENT_SKIP="no $(target_arch) Python under qemu (the sysroot has s_client and our C clients)" ;;
     esac
     [ -z "$TLS_CLIENT_SKIP" ]
 }
@@ -239,8 +240,8 @@ tls_hashserver_start() {
 # qemu, not root, not installable); the log of install-deps goes to $TLSM_WORK/NAME-deps.log.
 tls_need_nginx() {
     local log=$TLSM_WORK/$1-deps.log
-    if under_qemu; then
-        skip "$1: the host's nginx, not under qemu"
+    if under_qemu || in_userland; then
+        skip "$1: the host's nginx, not under qemu or another userland"
         return 1
     fi
     if [ "$(id -u)" != 0 ]; then
@@ -336,9 +337,10 @@ tls_server_stop() {
 tls_run() {
     local p=$1 trace=$2 rc pre=()
     shift 2
-    if under_qemu; then
-        # The target's program through qemu (tests/lib-qemu.sh: a bare name is the sysroot's
-        # /usr/bin/NAME, LD_PRELOAD reaches only the guest); TLS_RUNAS stays on the host side.
+    if under_qemu || in_userland; then
+        # The target's program through qemu or another userland's loader (tests/lib-qemu.sh:
+        # a bare name is the root's /usr/bin/NAME, LD_PRELOAD reaches only the program);
+        # TLS_RUNAS stays on the host side.
         [ -n "$trace" ] && pre=(LD_PRELOAD="${TLS_PRELOAD:-$TLSM_PRELOAD}" TLSMETER_OUT="$trace"
             "${TLS_ENV[@]}")
         target_cmd "${pre[@]}" "$@"
@@ -375,7 +377,10 @@ tls_client() {
         echo $(($(tls_size "$p.hdr") + $(tls_size "$p.body"))) >"$p.got"
         ;;
     py)
-        tls_run "$p" "$trace" "$TLSM_PY" "$TLSM_TOOLS/pyclient.py" --port "$port" \
+        # Another userland's own Python (its ssl module on its libssl), else the host's.
+        local py=$TLSM_PY
+        in_userland && py=python3
+        tls_run "$p" "$trace" "$py" "$TLSM_TOOLS/pyclient.py" --port "$port" \
             --cafile "$TLS_CERT" --path "/$path" --out "$p.body"
         sed -n 's/.*got=\([0-9]*\).*/\1/p' "$p.out" >"$p.got"
         ;;
@@ -460,11 +465,13 @@ tls_traces() {
 }
 
 # tls_trace_check NAME TRACE ARGS...: tracecheck.py TRACE ARGS, reported as NAME. Under qemu
-# the trace must also come from the target's program (header arch, emulated).
+# the trace must also come from the target's program (header arch, emulated); in another
+# userland its records from that release's OpenSSL.
 tls_trace_check() {
     local name=$1 q=()
     shift
     under_qemu && q=(--arch "$(target_arch)" --emulated)
+    in_userland && q+=(--openssl "$(ul_openssl)")
     tls_check "$name" "$TLSM_PY" "$TLSM_TOOLS/tracecheck.py" "$@" "${q[@]}"
 }
 

@@ -2,9 +2,11 @@
 # "PASS name", "FAIL name: why", "SKIP name: why". Cases must stop every process they start.
 : "${TLSM_TOP:?run cases through tests/run}"
 
-pass() { echo "PASS $*" | tee -a "$TLSM_RESULTS"; }
-fail() { echo "FAIL $*" | tee -a "$TLSM_RESULTS"; }
-skip() { echo "SKIP $*" | tee -a "$TLSM_RESULTS"; }
+# A run in another userland (TLSM_USERLAND, see tests/lib-qemu.sh) labels its results.
+TLSM_UL_TAG=${TLSM_USERLAND:+[$TLSM_USERLAND] }
+pass() { echo "PASS $TLSM_UL_TAG$*" | tee -a "$TLSM_RESULTS"; }
+fail() { echo "FAIL $TLSM_UL_TAG$*" | tee -a "$TLSM_RESULTS"; }
+skip() { echo "SKIP $TLSM_UL_TAG$*" | tee -a "$TLSM_RESULTS"; }
 
 # check NAME CMD...: pass if CMD succeeds, fail (with CMD's output) otherwise.
 check() {
@@ -19,7 +21,7 @@ check() {
 
 # A fresh work directory for the calling case, removed by the case's own cleanup.
 case_dir() {
-    local d="$TLSM_WORK/$(basename "$0" .sh)"
+    local d="$TLSM_WORK/$(basename "$0" .sh)${TLSM_USERLAND:+.$TLSM_USERLAND}"
     rm -rf "$d" && mkdir -p "$d" && echo "$d"
 }
 
@@ -51,7 +53,7 @@ tlsm_jsonl() {
         [ -f "$f" ] && [ ! -L "$f" ] && [ "$(head -c 8 "$f" | od -An -tx1 | tr -d ' \n')" = 89544c534d54520a ] ||
             continue
         tmp=$TLSM_WORK/jsonl-tmp.$$ # not beside it: that disk may be full (trace-diskfull)
-        if run_target "$O/tlsmeter-analyze" -q --jsonl "$f" >"$tmp" 2>/dev/null; then
+        if run_tool "$O/tlsmeter-analyze" -q --jsonl "$f" >"$tmp" 2>/dev/null; then
             cat "$tmp" >"$f"
             [[ $f == */tlsmeter.*.trace ]] && mv "$f" "${f%.trace}.jsonl"
         fi

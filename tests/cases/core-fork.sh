@@ -3,6 +3,7 @@
 # Two complete traces: the parent's with its two connections, the child's (fork_of = parent)
 # with only its own, and no event of one process in the other's file.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

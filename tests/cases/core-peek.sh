@@ -3,6 +3,7 @@
 # get read events of their own (fn SSL_peek*), their records count once, and their bytes are
 # not counted twice: neither in the connection's close totals nor by the analyzer.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # core-python: Python's ssl module dlopens libssl RTLD_LOCAL long after start-up, where
 # dlsym(RTLD_NEXT) finds nothing. The preload must still forward and record every record.
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

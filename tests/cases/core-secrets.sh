@@ -2,6 +2,7 @@
 # core-secrets: no plaintext and no key material in a trace; traces are created 0600 whatever
 # the umask; a symlink or file planted at the trace path is never written through.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -4,6 +4,7 @@
 # tag_ok:false (TLS 1.3 AES-GCM and ChaCha20, TLS 1.2 AES-GCM: three different EVP sequences).
 # Under qemu: s_client and our C client only.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -3,6 +3,7 @@
 # and record must sit on the right thread and connection, and each connection's bytes in the
 # trace must equal what mtclient read on it, in order, per thread. Under qemu: 4 x 6.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -17,6 +17,7 @@
 # - Without the summary's dir-out parts (the preload before this case) the encrypt object is
 #   missing: the checks above fail.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

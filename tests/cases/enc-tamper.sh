@@ -8,6 +8,7 @@
 # too, so any of the three is accepted). TLS 1.3 AES-GCM and ChaCha20, TLS 1.2 AES-GCM; curl, Python and
 # s_client (under ASan and qemu: s_client only).
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

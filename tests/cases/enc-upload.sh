@@ -15,6 +15,7 @@
 #   AES-256-GCM and ChaCha20; s_client with -max_send_frag / -split_send_frag + -max_pipelines.
 # Under ASan and qemu the uploader is s_client (no curl, no host Python as the traced program).
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -7,6 +7,7 @@
 # key), and the per-certificate parse time is within 0.5-3x of d2i_X509 of the same DER timed
 # in a loop (tests/progs/certbench, same run). The analyzer's `handshake` object agrees.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -5,6 +5,7 @@
 # connection gets its open event with handshake parts; and what tracing adds per connection,
 # counted in instructions by scripts/bench-handshake (callgrind: deterministic, no timing),
 # stays under 3 % of a connection's own instructions.
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -9,6 +9,7 @@
 # without -www: with it, s_server drives the connection through libssl's own SSL BIO, whose
 # calls into SSL_accept/SSL_read stay inside libssl where no preload reaches.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

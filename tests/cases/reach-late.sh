@@ -5,6 +5,7 @@
 # dlopen returns, as at start: its records through its provider tables (hidden and stripped
 # copies), its reads through its entry points (-Bsymbolic). Output and exit code as untraced;
 # the copy's records carry every body byte; its lib line says late and how it was reached.
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -7,6 +7,7 @@
 # the mask is OPENSSL_armcap=0 (AES and PMULL off); downloads with $TLS_DL (curl, else our C
 # client: under ASan and under qemu).
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -3,6 +3,7 @@
 # Python ssl and openssl s_client. Each rerouted download must be the plain run byte for byte
 # (body sha256, stdout, stderr, exit code), every application-data record must carry the
 # chosen path, and end.reroute must say all records were routed (routed > 0, fallback 0).
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -5,6 +5,7 @@
 # after the same number of bytes, and the trace must show the rejected record (tag_ok false,
 # no plaintext) on the chosen path. Under qemu (and curl under ASan): the clients that run there.
 # tlsm-arch: x86_64 aarch64
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -11,6 +11,7 @@
 # program's output is the same in every mode. Threads' read sums, kept per thread, add up to
 # the program's own bytes and calls, with peeks, across snapshots; a forked child's start
 # from zero. About 40 s.
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -10,6 +10,7 @@
 #  3. ChaCha20-Poly1305 under the table mask is not called AVX2: OpenSSL tests AVX-512
 #     before SSSE3 and has AVX2 only inside the SSSE3 path (scalar when AVX-512 is hidden
 #     too).
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

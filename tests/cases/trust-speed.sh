@@ -11,6 +11,7 @@
 # over it. The least disturbed round of each is the one to compare (a doubled crypto_ns still
 # doubles every round: 2x fails). speed's CPU time is counted in 10 ms ticks: the ratio passes
 # when its range for +-1 tick meets 0.8-1.3 (runs too short to say are done again, longer).
+# tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -31,15 +32,16 @@ fi
 BODY=$((24 * 1024 * 1024))
 tls_make_file big.bin "$BODY"
 AEAD=
-openssl speed -help 2>&1 | grep -q -- '-aead' && AEAD=-aead
+run_target openssl speed -help 2>&1 | grep -q -- '-aead' && AEAD=-aead
 
 # speed_run MASK CIPHER SECS: "COUNT CPU_S" of one openssl speed run of the 16 KiB decrypt
 # (its machine-readable +R line, on stderr: operations done, and the user CPU time they took).
 speed_run() {
     local mask=()
     [ "$1" = table ] && mask=("OPENSSL_ia32cap=~0x200020200000000:~0x0")
-    env -u OPENSSL_ia32cap "${mask[@]}" openssl speed -mr -seconds "$3" $AEAD -evp "$2" \
-        -decrypt -bytes 16384 2>&1 >/dev/null | awk -F: '/^\+R:/ {print $2, $NF; exit}'
+    # The program's own OpenSSL (another userland's under tests/run's matrix).
+    target_cmd "${mask[@]}" openssl speed -mr -seconds "$3" $AEAD -evp "$2" -decrypt -bytes 16384
+    env -u OPENSSL_ia32cap "${TARGET_CMD[@]}" 2>&1 >/dev/null | awk -F: '/^\+R:/ {print $2, $NF; exit}'
 }
 
 # speed MASK CIPHER: "NS/B:LOW:HIGH" of openssl speed's 16 KiB decrypt. speed runs for SECS

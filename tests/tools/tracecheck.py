@@ -124,6 +124,14 @@ def check_frame(t, a):
         t.err("header.arch is %r, want %s" % (h.get("arch"), a.arch))
     if a.emulated and h and h.get("emulated") is not True:
         t.err("header.emulated is %r, want true (the run was under qemu)" % h.get("emulated"))
+    if a.openssl and t.by["rec"]:
+        # The copy that decrypted: every lib event that records name must be that version.
+        used = {r.get("lib") for r in t.by["rec"]}
+        libs = [l for l in t.by["lib"] if l.get("id") in used]
+        bad = [l.get("version") for l in libs if not str(l.get("version", "")).startswith(a.openssl)]
+        if not libs or bad:
+            t.err("the records' OpenSSL copies are %s, want %s..." %
+                  ([l.get("version") for l in libs] or "none", a.openssl))
     if a.pid is not None and h.get("pid") != a.pid:
         t.err("header.pid is %r, want %d" % (h.get("pid"), a.pid))
     if a.fork_of is not None and h.get("fork_of") != a.fork_of:
@@ -441,6 +449,8 @@ def main():
     ap.add_argument("--summary", action="store_true", help="print the summary as JSON")
     ap.add_argument("--arch", help="header.arch (x86_64, aarch64)")
     ap.add_argument("--emulated", action="store_true", help="header.emulated must be true (qemu)")
+    ap.add_argument("--openssl", help="the records' copies report this version prefix "
+                    "(OpenSSL 3.5.)")
     a = ap.parse_args()
     try:
         t = Trace(a.trace)
