@@ -2,16 +2,19 @@
 # speed: scripts/tlsmeter-speed runs `openssl speed -evp` on the hardware and the software path
 # and prints MB/s and ratios. Shape of the table and the JSON, a hardware/software ratio > 1 for
 # AES-128-GCM at 16 KiB (a sanity check, not a performance test), an inherited OPENSSL_ia32cap
-# is ignored, and an arm64 openssl under qemu gets the emulation warning. About 10 s.
+# is ignored, the ChaCha20 what-if uses ChaCha20 at default capabilities (the AES mask is no
+# part of it), and an arm64 openssl under qemu gets the emulation warning. About 12 s.
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 
 d=$(case_dir)
 SP=$TLSM_TOP/scripts/tlsmeter-speed
 
 # The table: 16 KiB AES-128-GCM both directions, with a mask already in the environment (it
 # must not leak into the hardware run, or the ratio would be ~1).
-OPENSSL_ia32cap="~0x200020200000000:~0x0" "$SP" --seconds 1 --ciphers aes-128-gcm --sizes 16384 \
+OPENSSL_ia32cap="$TLSM_IA32_SOFT_MASK" "$SP" --seconds 1 --ciphers aes-128-gcm --sizes 16384 \
     >"$d/text.out" 2>"$d/text.err"
 echo $? >"$d/text.rc"
 table_shape() {
@@ -21,7 +24,7 @@ table_shape() {
         grep -qE "^AES-128-GCM +16384 +$dir +[0-9]+\.[0-9] +[0-9]+\.[0-9] +[0-9]+\.[0-9]x$" "$1" ||
             { echo "no AES-128-GCM 16384 $dir row in $1"; return 1; }
     done
-    grep -q 'software: OPENSSL_ia32cap=~0x200020200000000:~0x0' "$1" || { echo "mask not shown"; return 1; }
+    grep -qF "software: OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK " "$1" || { echo "mask not shown"; return 1; }
 }
 check "speed table: exit 0, header, one row per direction, the software mask shown" \
     table_shape "$d/text.out"
@@ -31,16 +34,22 @@ check "speed AES-128-GCM 16 KiB decrypt: hardware/software ratio ${ratio:-none} 
 check "speed: an inherited OPENSSL_ia32cap is reported as ignored" \
     grep -q 'OPENSSL_ia32cap is set in the environment; ignored' "$d/text.err"
 
-# JSON, one ChaCha20 point: the shape, and valid numbers.
-"$SP" --json --seconds 1 --ciphers chacha20-poly1305 --sizes 1024 --dir decrypt >"$d/json.out" 2>"$d/json.err"
-check "speed --json: tool, arch, software_env, one result with hw/sw MB/s and ratio" \
+# JSON, one AES-128-GCM and one ChaCha20 point: the shape, valid numbers, and the what-if
+# taking ChaCha20's default-capability figure against software AES.
+"$SP" --json --seconds 1 --ciphers aes-128-gcm,chacha20-poly1305 --sizes 1024 --dir decrypt \
+    >"$d/json.out" 2>"$d/json.err"
+check "speed --json: tool, arch, software_env, results with hw/sw MB/s and ratio, ChaCha20 what-if unmasked" \
     python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["tool"] == "tlsmeter-speed" and d["arch"] == "x86_64" and d["emulated"] is False, d
-assert d["software_env"] == "OPENSSL_ia32cap=~0x200020200000000:~0x0", d["software_env"]
-(r,) = d["results"]
-assert (r["cipher"], r["bytes"], r["direction"]) == ("ChaCha20-Poly1305", 1024, "decrypt"), r
-assert r["hw_MBps"] > 0 and r["sw_MBps"] > 0 and r["ratio"] > 0, r' "$d/json.out"
+assert d["software_env"] == "OPENSSL_ia32cap=" + sys.argv[2], d["software_env"]
+a, c = d["results"]
+assert (a["cipher"], a["bytes"], a["direction"]) == ("AES-128-GCM", 1024, "decrypt"), a
+assert (c["cipher"], c["bytes"], c["direction"]) == ("ChaCha20-Poly1305", 1024, "decrypt"), c
+assert all(r["hw_MBps"] > 0 and r["sw_MBps"] > 0 and r["ratio"] > 0 for r in (a, c)), d
+(w,) = d["chacha_vs_software_aes128"]
+assert (w["chacha_MBps"], w["aes_sw_MBps"]) == (c["hw_MBps"], a["sw_MBps"]), w' \
+    "$d/json.out" "$TLSM_IA32_SOFT_MASK"
 
 # Bad input: an unknown cipher is n/a with exit 1; a bad option is a usage error.
 "$SP" --seconds 1 --ciphers no-such-cipher --sizes 1024 --dir encrypt >"$d/bad.out" 2>"$d/bad.err"
