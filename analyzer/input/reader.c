@@ -79,6 +79,8 @@ static int dispatch_json(struct rd *r, json_t *o, enum ev_kind k, char *err, siz
         return model__summary(r->m, r->t, o, err, errlen);
     case EV_WARN:
         return warn_event(r->t, o);
+    case EV_PROV: /* who decrypted, when not the default provider */
+        return model__prov(r->m, r->t, o, err, errlen);
     case EV_REC:
     case EV_READ:
     case EV_WRITE:

@@ -38,6 +38,7 @@ static const struct field fields[] = {
     {"wbytes", FT_INT, I_WBYTES},
     {"wrecs", FT_INT, I_WRECS},
     {"wcrypto_ns", FT_INT, I_WCRYPTO_NS},
+    {"prov", FT_INT, I_PROV},
     {"ev", FT_STR, S_EV},
     {"cipher", FT_STR, S_CIPHER},
     {"path", FT_STR, S_PATH},

@@ -53,6 +53,7 @@ enum ev_int {
     I_WBYTES,
     I_WRECS,
     I_WCRYPTO_NS,
+    I_PROV, /* rec: the prov event of who decrypted (absent: the default provider) */
     I_N
 };
 
@@ -107,7 +108,7 @@ void event__clear(struct event *e);
  * slow string store here). */
 static inline void event__zero(struct event *e, uint32_t mi, uint32_t ms)
 {
-    for (mi &= (1u << I_N) - 1; mi; mi &= mi - 1)
+    for (mi &= I_N >= 32 ? ~0u : (1u << (I_N & 31)) - 1; mi; mi &= mi - 1)
         e->i[__builtin_ctz(mi)] = 0;
     for (ms &= (1u << S_N) - 1; ms; ms &= ms - 1)
         e->s[__builtin_ctz(ms)] = (struct strv){NULL, 0};

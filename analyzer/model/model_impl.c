@@ -41,6 +41,7 @@ int model__impl(struct model *m, struct trace *t, json_t *o, char *err, size_t e
     snprintf(e->aes, sizeof(e->aes), "%s", json_string_value(aes));
     snprintf(e->ghash, sizeof(e->ghash), "%s", json_string_value(gh));
     e->stitched = json_is_true(json_object_get(o, "stitched"));
+    e->block_module = prov__hash(json_string_value(json_object_get(o, "fn_block_module")));
     return 0;
 }
 

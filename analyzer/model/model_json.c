@@ -138,6 +138,7 @@ int model__lib(struct model *m, struct trace *t, json_t *o, char *err, size_t er
     l->cpuinfo = str_dup(o, "cpuinfo");
     l->build_id = str_dup(o, "build_id");
     l->reach = str_dup(o, "reach");
+    l->gcm_layout = str_dup(o, "gcm_layout");
     l->has_crypto = json_is_true(json_object_get(o, "has_crypto"));
     l->has_ssl = json_is_true(json_object_get(o, "has_ssl"));
     lib_caps(l, json_object_get(o, "caps"));

@@ -116,6 +116,8 @@ void verdicts__build(struct summary *s);
 /* The groups of verdicts, one file each. */
 void verdicts_io(struct summary *s);
 void verdicts_blind(struct summary *s);
+/* provider: records another provider or an engine decrypted, one per provider (verdict_prov.c). */
+void verdicts_prov(struct summary *s);
 /* cpu-unexplained: per trace with TLS it could not measure, the share of the process's CPU
  * the trace accounts for and the copy it could not see. */
 void verdicts_unexplained(struct summary *s);

@@ -389,6 +389,7 @@ void verdicts__build(struct summary *s)
     if (s->out) /* first: bytes sent in no record seen, before any verdict on the records */
         verdicts_blind_out(s);
     verdicts_unexplained(s); /* TLS the trace could not measure: before any verdict on crypto */
+    verdicts_prov(s);        /* who decrypted, when not the default provider */
     crypto_verdicts(s);
     if (s->out) {          /* the read-side and blind-spot verdicts are the decrypting summary's */
         verdicts_reach(s); /* but records sealed outside any traced write are this side's */

@@ -31,6 +31,11 @@ enum tlsm_isa {
     TLSM_ISA_A64_PMULL = 1u << 6,  /* aarch64 pmull{2} .1q (64x64 carry-less) */
     TLSM_ISA_A64_PMULL8 = 1u << 7, /* aarch64 pmull{2} .8h (8x8 polynomial, NEON GHASH) */
     TLSM_ISA_A64_TBL = 1u << 8,    /* aarch64 tbl/tbx (vpaes, bsaes) */
+    /* x86 EVEX forms (AVX-512 VAES / VPCLMULQDQ, any vector length): set beside AES_VEX and
+     * CLMUL_VEX. OpenSSL's AES-NI/AVX code has only VEX forms; its VAES/AVX-512 GCM kernel
+     * (3.5's aes-gcm-avx512.pl) is EVEX throughout. */
+    TLSM_ISA_AES_EVEX = 1u << 9,    /* x86 EVEX vaesenc/vaesdec(last) */
+    TLSM_ISA_CLMUL_EVEX = 1u << 10, /* x86 EVEX vpclmulqdq */
 };
 
 /* The cycle counter's rate when it is a usable clock (constant rate, never stopped), else

@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_SEGS   16
-#define MAX_VISIT  16 /* functions scanned per identification (the pointer and its callees) */
-#define MAX_FNSIZE (256u << 10)
+#define MAX_SEGS  16
+#define MAX_VISIT 16 /* functions scanned per identification (the pointer and its callees) */
+/* OpenSSL 3.5's ossl_aes_gcm_decrypt_avx512 is one function of 330 KiB (unrolled EVEX code):
+ * bounded from its FDE like any other. */
+#define MAX_FNSIZE (512u << 10)
 
 struct view {
     uintptr_t base;
@@ -353,10 +355,21 @@ bool tlsm_code_identify(const void *fn, struct tlsm_code *out)
     return true;
 }
 
+bool tlsm_code_same_object(const void *anchor, const void *p, size_t n, bool exec)
+{
+    struct view v;
+    struct find f = {(uintptr_t)anchor, &v, false};
+    if (!anchor || !p)
+        return false;
+    dl_iterate_phdr(find_cb, &f);
+    return f.hit && readable(&v, (uintptr_t)p, n, exec);
+}
+
 void tlsm_isa_write(struct tlsm_json *j, uint32_t isa)
 {
-    static const char *const names[] = {"aes",  "aes-vex", "clmul",  "clmul-vex", "pshufb",
-                                        "aese", "pmull",   "pmull8", "tbl"};
+    static const char *const names[] = {"aes",    "aes-vex",  "clmul",     "clmul-vex",
+                                        "pshufb", "aese",     "pmull",     "pmull8",
+                                        "tbl",    "aes-evex", "clmul-evex"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (isa & (1u << i))
             tlsm_json_item_safe(j, names[i]);

@@ -27,6 +27,10 @@ struct tlsm_code {
 /* Identify fn. Reads only memory inside the object's PT_LOAD segments. False if fn is not
  * in any loaded object's code. */
 bool tlsm_code_identify(const void *fn, struct tlsm_code *out);
+/* Whether the n bytes at p lie in one PT_LOAD segment (executable if exec) of the loaded
+ * object whose code holds anchor: a pointer read from a structure is believed only then.
+ * Slow (walks the loaded objects); callers cache. */
+bool tlsm_code_same_object(const void *anchor, const void *p, size_t n, bool exec);
 /* The isa bits' names as items of the open array (impl's fn_F_isa). */
 void tlsm_isa_write(struct tlsm_json *j, uint32_t isa);
 

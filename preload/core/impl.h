@@ -12,6 +12,16 @@
  * instance the call went to; its version decides the context layout (nothing is read for
  * versions whose layout tlsmeter does not know). */
 void tlsm_impl_note_gcm(struct tlsm_obj *lib, const void *gcm_ctx, const void *stream);
+/* From the EVP data hooks, inside an AES-GCM record, before the call: when the copy's
+ * layout was verified (impl.c) and ctx's provider context is the copy's own, its GCM context
+ * and, where that names no code (3.5's VAES/AVX-512 kernel, which never enters
+ * CRYPTO_gcm128_*), its PROV_GCM_HW's cipherupdate. anchor: any code address of lib. */
+void tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *anchor);
+/* The same from a provider dispatch table wrapper (hooks/hook_table.c): prov is the provider
+ * context, hw the PROV_GCM_HW pointer read from it, both checked by the caller. */
+void tlsm_impl_note_prov(struct tlsm_obj *lib, const void *prov, const void *hw);
+/* The lib event's gcm_layout: "3.0", "3.5", "1.1.1", or "unverified" (nothing is read). */
+const char *tlsm_impl_layout_name(const struct tlsm_obj *lib);
 /* At the end of a record: the id of its impl event (written now when new), 0 when the
  * record carried no readable GCM context; forgets the record's pointers. */
 int tlsm_impl_take(void);

@@ -7,6 +7,7 @@
 #include "core/conn.h"
 #include "trace/cputime.h"
 #include "core/impl.h"
+#include "core/prov.h"
 #include "base/json.h"
 #include "core/recsm.h"
 #include "core/stack.h"
@@ -135,7 +136,12 @@ static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned 
         tlsm_rec_forget(ctx);
         return;
     }
+    /* Before tracking: the observer (reroute) may act on the new state. */
+    int prov = tlsm_prov_of(target, ctx, gcm);
     tlsm_rec_track_as(ctx, name, dir_of(enc), target, key, iv, has_params, false);
+    struct tlsm_rec_state *st = prov ? tlsm_rec_lookup(ctx) : NULL;
+    if (st)
+        st->prov = prov;
 }
 
 void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
@@ -207,8 +213,12 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     tlsm_conn_add_record((enum tlsm_dir)c->dir, sp.cpu_ns, sp.preempt > 0);
     if (tlsm_rec_obs.record_end)
         tlsm_rec_obs.record_end(st);
-    /* Taken once per record, and only where it is written (it may write the impl event). */
-    int impl = tlsm_summary_on() || (tlsm_cfg.records && tlsm_trace_ready()) ? tlsm_impl_take() : 0;
+    /* Taken once per record, and only where it is written (it may write the impl event). A
+     * record another provider or an engine decrypted notes that one's code first (prov.c). */
+    bool written = tlsm_summary_on() || (tlsm_cfg.records && tlsm_trace_ready());
+    if (__builtin_expect(st->prov != 0, 0) && written && !st->routed)
+        tlsm_prov_record(st->prov, st->lib, st->ctx);
+    int impl = written ? tlsm_impl_take() : 0;
     if (tlsm_summary_on()) { /* totals and histograms (summary.c); no line in summary mode */
         struct tlsm_sum_rec r = {
             .cipher = c->cipher,
@@ -313,9 +323,11 @@ static bool rec_fixed(const struct tlsm_thread *th, const struct rec_line *r)
         v.write = id;
     else
         v.read = id;
+    size_t tail_n = 0; /* rec.prov has no field: the tail carries it */
+    const char *tail = st->prov && !st->routed ? tlsm_prov_tail(st->prov, &tail_n) : NULL;
     uint8_t nstr = w.s->nstr;
     int64_t base = w.s->base_t;
-    size_t n = tlsm_b2_fixed_rec(w.s, w.p, w.end, &v, NULL, 0);
+    size_t n = tlsm_b2_fixed_rec(w.s, w.p, w.end, &v, tail, tail_n);
     if (!n)
         tlsm_b2_undo(w.s, nstr, base);
     tlsm_trace_room_done(n);
@@ -364,6 +376,8 @@ static void rec_json(const struct tlsm_thread *th, const struct rec_line *r)
         tlsm_json_safe(&j, "verify", st->verdict > 0 ? "same" : "mismatch");
     if (r->stack)
         tlsm_json_int(&j, "stack", r->stack);
+    if (st->prov && !st->routed)
+        tlsm_json_int(&j, "prov", st->prov);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);

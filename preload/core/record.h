@@ -22,6 +22,7 @@ struct tlsm_rec_state {
     const void *key;         /* the context it is for, NULL once forgotten (the lookup cache) */
     struct tlsm_obj *lib;
     uint32_t conn;
+    int prov; /* core/prov.h: who decrypts when not the copy's default provider, else 0 */
     /* Reroute: a backend context keyed like this one (reroute.c). */
     struct tlsm_backend *backend;
     int backend_lib; /* its lib id, for the rec line of a routed record */

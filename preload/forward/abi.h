@@ -18,6 +18,10 @@ struct evp_cipher_ctx_st;
 struct x509_st;
 struct evp_pkey_st;
 struct evp_pkey_ctx_st;
+struct ossl_provider_st;
+struct ossl_param_st;
+struct ossl_dispatch_st;
+struct engine_st;
 
 /* What a copy is. Only the first two are traced: the others are forwarded, left alone. */
 enum tlsm_abi_kind {
@@ -59,6 +63,16 @@ struct tlsm_abi {
      * a sealing context's nonce counter in step and reads its tag (reroute/reroute.c). */
     int (*ctx_ctrl)(struct evp_cipher_ctx_st *ctx, int type, int arg, void *ptr);
     const char *(*version_text)(int which);
+    /* Who decrypts a context's records (core/prov.c), asked once per cipher: its provider
+     * (3.x: EVP_CIPHER_get0_provider, OSSL_PROVIDER_get0_name, _get_params, _get0_dispatch;
+     * NULL in 1.1.1) and the ENGINE a context was bound to (ENGINE_get_id, ENGINE_get_name:
+     * both ABIs, deprecated in 3.x but exported; NULL in a copy built without engines). */
+    const struct ossl_provider_st *(*cipher_provider)(const struct evp_cipher_st *c);
+    const char *(*provider_name)(const struct ossl_provider_st *p);
+    int (*provider_params)(const struct ossl_provider_st *p, struct ossl_param_st *params);
+    const struct ossl_dispatch_st *(*provider_dispatch)(const struct ossl_provider_st *p);
+    const char *(*engine_id)(const struct engine_st *e);
+    const char *(*engine_name)(const struct engine_st *e);
     /* The capability words the copy runs with, as 3.x's OPENSSL_CPU_INFO text
      * ("OPENSSL_ia32cap=0x..:0x.." / "OPENSSL_armcap=0x.."); "" when unknown. */
     void (*cpuinfo)(const struct tlsm_abi *a, char *buf, size_t cap);

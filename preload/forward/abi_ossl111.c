@@ -65,6 +65,9 @@ void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn looku
     ENTRY(ctx_cipher, "EVP_CIPHER_CTX_cipher");
     ENTRY(ctx_encrypting, "EVP_CIPHER_CTX_encrypting");
     ENTRY(ctx_ctrl, "EVP_CIPHER_CTX_ctrl");
+    /* No providers; engines with the same names and prototypes as in 3.x. */
+    ENTRY(engine_id, "ENGINE_get_id");
+    ENTRY(engine_name, "ENGINE_get_name");
     a->raw[RAW_PUT_ERROR] = (void (*)(void))lookup(h, "ERR_put_error");
     a->put_error = put_error111;
     a->cpuinfo = cpuinfo111;

@@ -1,9 +1,15 @@
 /* abi_ossl3.c: the loader of OpenSSL 3.x copies: the entry points of abi.h by 3.x's names
  * (EVP_CIPHER_get_nid, ERR_new/ERR_set_debug/ERR_set_error, OPENSSL_CPU_INFO, ...). The only
  * file that may name an OpenSSL-3-only call of a program's copy. */
+/* ENGINE_get_id/ENGINE_get_name are deprecated in 3.x but still exported: a copy's engines
+ * are named through them (core/prov.c), so their declarations must not warn. */
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include "forward/abi.h"
 
 #include <openssl/bio.h>
+#include <openssl/core.h>
+#include <openssl/engine.h>
+#include <openssl/provider.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -76,6 +82,15 @@ void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
     ENTRY(ctx_encrypting, EVP_CIPHER_CTX_is_encrypting, int (*)(const struct evp_cipher_ctx_st *));
     ENTRY(ctx_ctrl, EVP_CIPHER_CTX_ctrl, int (*)(struct evp_cipher_ctx_st *, int, int, void *));
     ENTRY(version_text, OpenSSL_version, const char *(*)(int));
+    ENTRY(cipher_provider, EVP_CIPHER_get0_provider,
+          const struct ossl_provider_st *(*)(const struct evp_cipher_st *));
+    ENTRY(provider_name, OSSL_PROVIDER_get0_name, const char *(*)(const struct ossl_provider_st *));
+    ENTRY(provider_params, OSSL_PROVIDER_get_params,
+          int (*)(const struct ossl_provider_st *, struct ossl_param_st *));
+    ENTRY(provider_dispatch, OSSL_PROVIDER_get0_dispatch,
+          const struct ossl_dispatch_st *(*)(const struct ossl_provider_st *));
+    ENTRY(engine_id, ENGINE_get_id, const char *(*)(const struct engine_st *));
+    ENTRY(engine_name, ENGINE_get_name, const char *(*)(const struct engine_st *));
     RAW(RAW_ERR_NEW, ERR_new);
     RAW(RAW_ERR_SET_DEBUG, ERR_set_debug);
     RAW(RAW_ERR_SET_ERROR, ERR_set_error);

@@ -2,6 +2,7 @@
  * stale) and the lib event of each OpenSSL instance. */
 #include "forward/obj.h"
 #include "forward/blind.h"
+#include "core/impl.h"
 #include "base/caps.h"
 #include "base/clock.h"
 #include "base/elfdyn.h"
@@ -305,6 +306,9 @@ static void write_lib_event(struct tlsm_obj *o)
     char reach[32];
     if (atomic_load(&o->reach))
         tlsm_json_str(&j, "reach", tlsm_reach_name(atomic_load(&o->reach), reach, sizeof(reach)));
+    /* Whether its GCM context layout is read: only for versions checked against a binary. */
+    if (o->has_crypto && (o->abi.kind == TLSM_ABI_OSSL3 || o->abi.kind == TLSM_ABI_OSSL111))
+        tlsm_json_safe(&j, "gcm_layout", tlsm_impl_layout_name(o));
     if (o->late) /* reached once a dlopen had loaded it and run its constructors */
         tlsm_json_bool(&j, "late", true);
     if (o->abi.kind == TLSM_ABI_OLD || o->abi.kind == TLSM_ABI_FOREIGN)

@@ -3,11 +3,13 @@
  * (EVP_CipherUpdate tail-calling EVP_DecryptUpdate) are the same operation: forwarded only. */
 #include "base/clock.h"
 #include "hooks/hook.h"
+#include "core/impl.h"
 #include "core/record.h"
 #include "reroute/reroute.h"
 #include "trace/config.h"
 
 #include <openssl/evp.h>
+#include <string.h>
 
 /* Around a tracked context's data call: GCM inner calls during it belong to its record (if
  * one is open: a record only begins at Init or ctrl, never inside a data call). */
@@ -195,6 +197,16 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         return traced_##name(TLSM_UNPAREN ARGS, f->fn);                                            \
     }
 
+/* An AES-GCM record's payload call on its native code: what code runs, where the context shows
+ * it (core/impl.h; a few loads, nothing for copies whose layout was not verified). */
+static inline __attribute__((always_inline)) void
+note_evp(const struct tlsm_rec_state *st, const EVP_CIPHER_CTX *ctx, const void *fn)
+{
+    const char *c = st->rsm.cipher;
+    if (c && c[0] == 'A' && c[1] == 'E' && c[2] == 'S' && strstr(c, "-GCM"))
+        tlsm_impl_note_evp(st->lib, ctx, fn);
+}
+
 /* nest: the hooked function the real one calls on the same context (TLSM_FN_COUNT: none). */
 #define UPDATE_HOOK(name, nest)                                                                    \
     static __attribute__((noinline)) int traced_##name(EVP_CIPHER_CTX *ctx, unsigned char *out,    \
@@ -211,6 +223,8 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
         if (st->rsm.in_rec && st->routed)                                                          \
             ret = tlsm_reroute_update(st, (tlsm_update_fn)fn, ctx, out, outl, in, inl);            \
         else {                                                                                     \
+            if (out && st->rsm.in_rec)                                                             \
+                note_evp(st, ctx, fn);                                                             \
             nest_begin(nest, ctx, fn);                                                             \
             ret = ((__typeof__(&name))fn)(ctx, out, outl, in, inl);                                \
             tlsm_th.nest_ctx = NULL;                                                               \
@@ -267,6 +281,8 @@ TLSM_EXPORT int EVP_Cipher(EVP_CIPHER_CTX *ctx, unsigned char *out, const unsign
     if (!st)
         return TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);
     DATA_CALL_BEGIN(st);
+    if (out && st->rsm.in_rec && !st->routed)
+        note_evp(st, ctx, (const void *)f.fn);
     int ret = st->rsm.in_rec && st->routed
                   ? tlsm_reroute_cipher(st, (tlsm_cipher_fn)f.fn, ctx, out, in, inl)
                   : TLSM_REAL(EVP_Cipher, f)(ctx, out, in, inl);

@@ -30,7 +30,7 @@
 struct tslot {
     struct tlsm_table_copy copy;
     struct tlsm_cipher_table t;
-    int gcm_layout; /* PROV_GCM_CTX of 3.0 checked: 1 yes, -1 no, 0 not yet */
+    int gcm_layout; /* PROV_GCM_CTX of a verified version checked: 1 yes, -1 no, 0 not yet */
     bool free;      /* its copy was unloaded: the slot (and its wrappers) can serve another */
 };
 static struct tslot slots[MAX_TSLOTS];
@@ -50,27 +50,40 @@ static bool untraced(void)
     return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
 }
 
-/* OpenSSL 3.0's PROV_GCM_CTX (providers/implementations/include/prov/ciphercommon_gcm.h):
- * on LP64 `hw` (its PROV_GCM_HW table) at 240, the GCM128_CONTEXT at 248 (its 3.0 layout is
- * impl.c's), `ctr` after it at 688. Believed only after the pointers there look right. */
-enum { GCM_HW_OFF = 240, GCM_CTX_OFF = 248, GCM_BLOCK_OFF = 248 + 376, GCM_CTR_OFF = 688 };
+/* PROV_GCM_CTX (providers/implementations/include/prov/ciphercommon_gcm.h), LP64, of the two
+ * versions checked against their binaries (core/impl.c says how): `hw` (its PROV_GCM_HW
+ * table) at 240, the GCM128_CONTEXT at 248, `ctr` after it: 688 in 3.0, 696 in 3.5 (the
+ * GCM context grew by its ginit pointer). The version is the one the copy reports; any other
+ * is not read (its records are measured, its impl stays unknown: lib gcm_layout
+ * "unverified"). Believed only after the pointers there look right. */
+enum { GCM_HW_OFF = 240, GCM_CTX_OFF = 248 };
+
+static int gcm_layout_of(const char *version)
+{
+    return !strncmp(version, "OpenSSL 3.0.", 12)   ? 30
+           : !strncmp(version, "OpenSSL 3.5.", 12) ? 35
+                                                   : 0;
+}
 
 static void note_impl(struct tslot *s, const char *vctx)
 {
     if (!s->t.gcm || s->gcm_layout < 0)
         return;
+    int v = gcm_layout_of(s->copy.version);
     const void *hw = *(const void *const *)(vctx + GCM_HW_OFF);
-    const void *block = *(const void *const *)(vctx + GCM_BLOCK_OFF);
-    const void *ctr = *(const void *const *)(vctx + GCM_CTR_OFF);
-    if (!s->gcm_layout)
-        s->gcm_layout = strncmp(s->copy.version, "OpenSSL 3.0.", 12) == 0 &&
-                                tlsm_tables_holds(&s->copy, hw, false) &&
-                                tlsm_tables_holds(&s->copy, block, true) &&
-                                (!ctr || tlsm_tables_holds(&s->copy, ctr, true))
-                            ? 1
-                            : -1;
+    const void *block = *(const void *const *)(vctx + GCM_CTX_OFF + (v == 35 ? 384 : 376));
+    const void *ctr = *(const void *const *)(vctx + GCM_CTX_OFF + (v == 35 ? 448 : 440));
+    if (!s->gcm_layout) {
+        bool ok = v && tlsm_tables_holds(&s->copy, hw, false) &&
+                  (!ctr || tlsm_tables_holds(&s->copy, ctr, true));
+        if (ok && block) /* a context that names its code: the block is the copy's */
+            ok = tlsm_tables_holds(&s->copy, block, true);
+        else if (ok) /* 3.5's VAES kernel: its cipherupdate is */
+            ok = v == 35 && tlsm_tables_holds(&s->copy, ((const void *const *)hw)[3], true);
+        s->gcm_layout = ok ? 1 : -1;
+    }
     if (s->gcm_layout > 0)
-        tlsm_impl_note_gcm(s->t.lib, vctx + GCM_CTX_OFF, ctr);
+        tlsm_impl_note_prov(s->t.lib, vctx, hw);
 }
 
 /* Once per process under TLSMETER_CRYPTO=hw|soft: this copy's sealed records are measured on

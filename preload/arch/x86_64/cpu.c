@@ -72,16 +72,17 @@ static uint32_t isa_at(const uint8_t *b, size_t i, size_t n)
             return TLSM_ISA_CLMUL;
     }
     uint8_t map = 0, op = 0;
+    bool evex = false;
     if (b[i] == 0xc4 && i + 3 < n && (b[i + 2] & 3) == 1) /* VEX3, pp=66 */
         map = b[i + 1] & 0x1f, op = b[i + 3];
     else if (b[i] == 0x62 && i + 4 < n && !(b[i + 1] & 0x0c) && (b[i + 2] & 7) == 5) /* EVEX */
-        map = b[i + 1] & 3, op = b[i + 4];
+        map = b[i + 1] & 3, op = b[i + 4], evex = true;
     if (map == 2 && op >= 0xdc && op <= 0xdf)
-        return TLSM_ISA_AES_VEX;
+        return TLSM_ISA_AES_VEX | (evex ? TLSM_ISA_AES_EVEX : 0);
     if (map == 2 && op == 0x00)
         return TLSM_ISA_PSHUFB;
     if (map == 3 && op == 0x44)
-        return TLSM_ISA_CLMUL_VEX;
+        return TLSM_ISA_CLMUL_VEX | (evex ? TLSM_ISA_CLMUL_EVEX : 0);
     return 0;
 }
 
