@@ -141,6 +141,7 @@ static const struct half aes_halves[TLSM_AES_N] = {
     [TLSM_AES_VPAES] = {IMPL_VECTOR, "vpaes (byte shuffles)"},
     [TLSM_AES_TABLE] = {IMPL_TABLE, "table (AES_encrypt)"},
     [TLSM_AES_TABLE_C] = {IMPL_TABLE, "C table (AES_encrypt)"},
+    [TLSM_AES_VAES_AVX512] = {IMPL_HARDWARE, "VAES (AVX-512)"},
 };
 
 static const struct half bsaes_short = {
@@ -153,6 +154,7 @@ static const struct half ghash_halves[TLSM_GHASH_N] = {
     [TLSM_GHASH_NEON] = {IMPL_VECTOR, "NEON 8-bit multiplies"},
     [TLSM_GHASH_4BIT] = {IMPL_TABLE, "4-bit table"},
     [TLSM_GHASH_4BIT_C] = {IMPL_TABLE, "C 4-bit table"},
+    [TLSM_GHASH_VPCLMUL_AVX512] = {IMPL_HARDWARE, "VPCLMULQDQ (AVX-512)"},
 };
 
 /* The entry for code i (-1: a name the schema does not know), NULL when none. */
@@ -182,8 +184,18 @@ static bool classify_code(const struct trace *t, const struct bucket *b, struct 
     snprintf(r->detail, sizeof(r->detail), "AES: %s%s; GHASH: %s%s%s", a->text,
              a->cls == IMPL_HARDWARE ? "" : " in software", g->text,
              g->cls == IMPL_HARDWARE ? "" : " in software",
-             e->stitched ? "; stitched AES-GCM kernel for bulk" : "");
-    if (ai == TLSM_AES_TABLE_C)
+             ai == TLSM_AES_VAES_AVX512 ? "; stitched VAES/AVX-512 GCM kernel "
+                                          "(aes-gcm-avx512.pl)"
+             : e->stitched             ? "; stitched AES-GCM kernel for bulk"
+                                       : "");
+    if (ai == TLSM_AES_VAES_AVX512)
+        snprintf(r->evidence, sizeof(r->evidence),
+                 "impl event %lld: the GCM context names no code (it never enters "
+                 "CRYPTO_gcm128_*); the provider's cipherupdate and its callees hold EVEX "
+                 "vaesenc and vpclmulqdq%s",
+                 (long long)e->id,
+                 b->impl_other_ct ? "; some records name another implementation" : "");
+    else if (ai == TLSM_AES_TABLE_C)
         snprintf(r->evidence, sizeof(r->evidence),
                  "impl event %lld: the GCM context has no GHASH function pointer and its block "
                  "is table AES_encrypt: an OpenSSL built without its assembler modules%s",
@@ -196,6 +208,43 @@ static bool classify_code(const struct trace *t, const struct bucket *b, struct 
                  (long long)e->id, e->aes, e->ghash,
                  b->impl_other_ct ? "; some records name another implementation" : "");
     return true;
+}
+
+/* The copy's GCM context is not read (lib gcm_layout "unverified": a version whose layout
+ * was not checked against a binary): no code is named; the class comes from the speed band
+ * alone, on bulk records of a real CPU, else unknown. The reason names the version. */
+static bool classify_unverified(const struct trace *t, const struct lib *l,
+                                const struct bucket *b, struct impl_result *r)
+{
+    double nspb = bucket__bulk_median(b);
+    const char *v = l && l->version && *l->version ? l->version : "this OpenSSL";
+
+    if (!l || !l->gcm_layout || strcmp(l->gcm_layout, "unverified"))
+        return false;
+    snprintf(r->evidence, sizeof(r->evidence),
+             "%s: its GCM context layout is not verified, so the code that ran is not read",
+             v);
+    if (t->emulated || nspb < 0) {
+        snprintf(r->detail, sizeof(r->detail), "code not named (%s: layout not verified)", v);
+        return true;
+    }
+    for (int c = IMPL_HARDWARE; c <= IMPL_TABLE; c++)
+        if (nspb >= band_lo[c] && nspb < band_hi[c]) {
+            r->cls = (enum impl_class)c;
+            break;
+        }
+    snprintf(r->detail, sizeof(r->detail),
+             "%s speed (bulk median %.2f ns/B); code not named (%s: layout not verified)",
+             impl__name(r->cls), nspb, v);
+    return true;
+}
+
+/* Capability bits name the kernel only where the version's kernels are known: 1.1.1 and 3.0
+ * have no VAES path (3.5 chooses its VAES/AVX-512 kernel from the same bits). */
+static bool caps_name_kernel(const struct lib *l)
+{
+    return l && l->version &&
+           (!strncmp(l->version, "OpenSSL 3.0.", 12) || !strncmp(l->version, "OpenSSL 1.1.1", 13));
 }
 
 static void classify_gcm(const struct trace *t, const struct lib *l, const struct stats *s,
@@ -222,10 +271,16 @@ static void classify_gcm(const struct trace *t, const struct lib *l, const struc
         vector_detail(t, l, r->detail, sizeof(r->detail));
     } else if (seen >= 0.5 * total) {
         snprintf(r->detail, sizeof(r->detail), "both GCM entries carried the bytes");
-    } else if (caps_hw(t, l) || (!caps_hw_known(t, l) && seen > 0 && !blind)) {
+    } else if ((caps_hw(t, l) && caps_name_kernel(l)) ||
+               (!caps_hw_known(t, l) && seen > 0 && !blind)) {
         r->cls = IMPL_HARDWARE;
         snprintf(r->detail, sizeof(r->detail), "%s stitched GCM kernel",
                  is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+    } else if (caps_hw(t, l)) {
+        snprintf(r->detail, sizeof(r->detail),
+                 "bytes bypass CRYPTO_gcm128_*; %s chooses among several hardware kernels "
+                 "and no impl event names the one that ran",
+                 l && l->version ? l->version : "this OpenSSL");
     } else if (blind) {
         snprintf(r->detail, sizeof(r->detail),
                  "the CRYPTO_gcm128_* hooks never fired: code path not visible");
@@ -332,7 +387,7 @@ void impl__classify(const struct model *m, const struct bucket *b, struct impl_r
              classify_rerouted(t, l, model__name(m, b->path), r))
         ;
     else if (r->aes_gcm) {
-        if (!classify_code(t, b, r))
+        if (!classify_code(t, b, r) && !classify_unverified(t, l, b, r))
             classify_gcm(t, l, &b->st, r);
     } else if (impl__is_chacha(cipher))
         classify_chacha(t, l, r);

@@ -34,7 +34,7 @@ static void free_trace(struct trace *t)
         struct lib *l = &t->libs[i];
 
         free(l->path), free(l->version), free(l->platform), free(l->role), free(l->cpuinfo);
-        free(l->reach), free(l->build_id);
+        free(l->reach), free(l->build_id), free(l->gcm_layout);
     }
     model__reach_free(t);
     for (i = 0; i < t->nblind; i++)

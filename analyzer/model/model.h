@@ -46,6 +46,7 @@ struct lib {
     char *path, *version, *platform, *role, *cpuinfo;
     char *build_id; /* lib.build_id: names the copy beside its path and version, NULL if absent */
     char *reach;    /* lib.reach: how calls past the linker's binding were reached */
+    char *gcm_layout; /* lib.gcm_layout: "unverified" when its GCM context is not read */
     uint32_t caps, caps_known; /* bit per enum cap */
     bool has_crypto, has_ssl;
 };
