@@ -5,6 +5,7 @@
  * bytes. ns/byte only cross-checks, on bulk records: the bands move with the CPU and mean
  * nothing under emulation. */
 #include "model/impl.h"
+#include "model/prov.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -393,6 +394,7 @@ void impl__classify(const struct model *m, const struct bucket *b, struct impl_r
         classify_chacha(t, l, r);
     else
         snprintf(r->detail, sizeof(r->detail), "no classification for %s", cipher);
+    prov__classify(m, b, r); /* another provider's records: its code or unknown */
     cross_check(t, b, r);
 }
 

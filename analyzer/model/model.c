@@ -148,18 +148,22 @@ static uint32_t trace_idx(const struct model *m, const struct trace *t)
     return (uint32_t)(t - m->traces);
 }
 
-static struct bucket *bucket_get(struct model *m, uint32_t ti, int64_t lib, int cipher, int path)
+/* prov: rec.prov, kept apart from the default provider's records of the same copy (in the
+ * key's upper half: lib ids are small). */
+static struct bucket *bucket_get(struct model *m, uint32_t ti, int64_t lib, int cipher, int path,
+                                 int64_t prov)
 {
     uint64_t a = (uint64_t)ti << 32 | (uint64_t)cipher << 16 | (uint64_t)path;
-    long i = imap__get(&m->bucket_map, a, (uint64_t)lib);
+    uint64_t l = (uint64_t)lib ^ (uint64_t)prov << 40;
+    long i = imap__get(&m->bucket_map, a, l);
     struct bucket *b;
 
     if (i >= 0)
         return &m->buckets[i];
     grow_array((void **)&m->buckets, &m->cap_buckets, m->nbuckets, sizeof(*m->buckets));
     b = &m->buckets[m->nbuckets];
-    b->trace = ti, b->lib = lib, b->cipher = cipher, b->path = path;
-    imap__put(&m->bucket_map, a, (uint64_t)lib, (uint32_t)m->nbuckets++);
+    b->trace = ti, b->lib = lib, b->cipher = cipher, b->path = path, b->prov = prov;
+    imap__put(&m->bucket_map, a, l, (uint32_t)m->nbuckets++);
     return b;
 }
 
@@ -336,7 +340,7 @@ static int feed_rec(struct model *m, struct trace *t, const struct event *e, uin
         snprintf(err, errlen, "rec without \"len\" or \"crypto_ns\"");
         return -1;
     }
-    b = bucket_get(m, ti, e->i[I_LIB], cipher, path);
+    b = bucket_get(m, ti, e->i[I_LIB], cipher, path, e->i[I_PROV]);
     *oncpu_ns = classes__rec(t, b, e); /* before the stats: they all count this weight */
     rec_add_of(&d, e, *oncpu_ns);
     stats_rec(&m->st, &d);
@@ -399,7 +403,7 @@ static int feed_read(struct model *m, struct trace *t, const struct event *e, ch
 
 struct bucket *model__bucket(struct model *m, struct trace *t, int64_t lib, int cipher, int path)
 {
-    return bucket_get(m, trace_idx(m, t), lib, cipher, path);
+    return bucket_get(m, trace_idx(m, t), lib, cipher, path, 0);
 }
 
 static void feed_conn(struct model *m, struct trace *t, const struct event *e)

@@ -44,8 +44,8 @@ struct stats {
 struct lib {
     int64_t id;
     char *path, *version, *platform, *role, *cpuinfo;
-    char *build_id; /* lib.build_id: names the copy beside its path and version, NULL if absent */
-    char *reach;    /* lib.reach: how calls past the linker's binding were reached */
+    char *build_id;   /* lib.build_id: names the copy beside its path and version, NULL if absent */
+    char *reach;      /* lib.reach: how calls past the linker's binding were reached */
     char *gcm_layout; /* lib.gcm_layout: "unverified" when its GCM context is not read */
     uint32_t caps, caps_known; /* bit per enum cap */
     bool has_crypto, has_ssl;
@@ -75,6 +75,18 @@ struct impl_ev {
     int64_t id, lib;
     char aes[16], ghash[16];
     bool stitched;
+    uint64_t block_module; /* hash of fn_block_module (model_prov.c), 0 when absent */
+};
+
+/* A provider other than the copy's default one, or an engine, that decrypted records (a prov
+ * event: docs/trace-format.md); records name it by rec.prov. */
+#define MAX_PROVS 8
+struct prov_ev {
+    int64_t id, lib;
+    bool engine;
+    char name[32], full_name[64], version[32], module[256];
+    uint64_t module_hash; /* of module, as impl_ev.block_module */
+    bool gcm_read;        /* the preload reads its GCM contexts (gcm_layout given) */
 };
 
 /* One object holding OpenSSL TLS code tlsmeter could not see (what "tls"), or one
@@ -165,6 +177,8 @@ struct trace {
     uint64_t recs_outside_reads; /* application-data records with rec.read 0 */
     struct impl_ev impls[MAX_IMPLS];
     int nimpls;
+    struct prov_ev provs[MAX_PROVS];
+    int nprovs;
     uint64_t nconns, nthreads;
     struct stats st;
     struct reach *reach; /* NULL until a sockread or a fwd event with reach */
@@ -207,6 +221,7 @@ struct bucket {
     uint32_t trace;
     int64_t lib; /* rec.lib, 0 when the trace does not say */
     int cipher, path;
+    int64_t prov; /* rec.prov: a provider other than the default one, or an engine; 0 none */
     struct stats st;
     struct class_stats cls[SC_N];
     /* rec.impl: the first id seen with the bytes (ciphertext) of its records, the bytes
@@ -311,6 +326,12 @@ struct bucket *model__bucket(struct model *m, struct trace *t, int64_t lib, int 
 /* A rec's impl id into its bucket (ct: its ciphertext bytes). */
 void model__bucket_impl(struct bucket *b, const struct event *e, uint64_t ct);
 const struct impl_ev *trace__impl(const struct trace *t, int64_t id);
+/* prov events (model_prov.c). */
+int model__prov(struct model *m, struct trace *t, json_t *o, char *err, size_t errlen);
+const struct prov_ev *trace__prov(const struct trace *t, int64_t id);
+uint64_t prov__hash(const char *s);
+/* "provider fips (OpenSSL FIPS Provider 3.0.22, /path/fips.so)" */
+void prov__label(const struct prov_ev *p, char *buf, size_t cap);
 
 /* The connection id of trace t (created on first mention). */
 struct conn *model__conn(struct model *m, struct trace *t, int64_t id);

@@ -45,7 +45,9 @@ static void unfired(struct summary *s, const struct trace *t)
     uint64_t native = 0;
     size_t i;
 
-    /* Only the program's own AES-GCM records: rerouted ones never reach the GCM hooks. */
+    /* Only the program's own AES-GCM records of its default provider: rerouted ones never
+     * reach the GCM hooks, nor do those of another provider's module (the provider verdict
+     * says how their code was named). */
     for (i = 0; i < m->nbuckets; i++) {
         const struct bucket *b = &m->buckets[i];
 
@@ -53,7 +55,7 @@ static void unfired(struct summary *s, const struct trace *t)
          * provider's context, not through these hooks) are not blind. */
         if (b->impl && b->impl_ct >= b->impl_none_ct)
             continue;
-        if (&m->traces[b->trace] == t && !strcmp(model__name(m, b->path), "native") &&
+        if (&m->traces[b->trace] == t && !b->prov && !strcmp(model__name(m, b->path), "native") &&
             impl__is_aes_gcm(model__name(m, b->cipher)))
             native += b->st.rec_ct;
     }
