@@ -7,6 +7,9 @@
 # Errors are prefixed with the caller's name (die), so messages read as before.
 
 top=$(cd "${here:?set here before sourcing lib-bench.sh}/.." && pwd)
+# The software mask (TLSM_IA32_SOFT_MASK, TLSM_ARM_SOFT_MASK, tlsm_soft_mask): one definition.
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$here/tlsmeter-mask.sh"
 O=${O:-$top/build}
 LIB=$O/libtlsmeter.so
 MIB=${BENCH_MIB:-1024}
