@@ -8,6 +8,7 @@
 #include "model/prov.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -164,8 +165,31 @@ static const struct half *half_of(const struct half *h, int i)
     return i >= 0 && h[i].text ? &h[i] : NULL;
 }
 
+/* aarch64 3.5 (cipher_aes_gcm_hw_armv8.inc): armv8_aes_gcm_{en,de}crypt pick the unrolled
+ * EOR3 kernels (aes-gcm-armv8-unroll8_64.pl) when the copy's OPENSSL_armcap has
+ * ARMV8_UNROLL8_EOR3 (bit 12, set from the CPU model: Neoverse V1/N2/V2, Ampere, Cobalt 100),
+ * else aes-gcm-armv8_64.pl's; 3.0 has only the latter. The word is the copy's own, as its
+ * lib event read it: the dispatch reads the same word on every call. */
+static const char *arm_kernel(const struct lib *l)
+{
+    const char *w = l && l->cpuinfo ? strstr(l->cpuinfo, "OPENSSL_armcap=0x") : NULL;
+
+    if (!l || !l->gcm_layout || !strcmp(l->gcm_layout, "1.1.1"))
+        return "";
+    if (!strcmp(l->gcm_layout, "3.0"))
+        return " (aes_gcm_*_kernel)";
+    if (strcmp(l->gcm_layout, "3.5"))
+        return "";
+    if (!w)
+        return " (kernel variant unknown: armcap not read)";
+    return strtoull(w + 17, NULL, 16) & (1u << 12)
+               ? " (unroll8_eor3 kernel: armcap has UNROLL8_EOR3)"
+               : " (aes_gcm_*_kernel: armcap has no UNROLL8_EOR3)";
+}
+
 /* Both halves known: hardware when both are, else the slower half's tier. */
-static bool classify_code(const struct trace *t, const struct bucket *b, struct impl_result *r)
+static bool classify_code(const struct trace *t, const struct lib *l, const struct bucket *b,
+                          struct impl_result *r)
 {
     const struct impl_ev *e = b->impl ? trace__impl(t, b->impl) : NULL;
     const struct half *a, *g;
@@ -187,8 +211,12 @@ static bool classify_code(const struct trace *t, const struct bucket *b, struct 
              g->cls == IMPL_HARDWARE ? "" : " in software",
              ai == TLSM_AES_VAES_AVX512 ? "; stitched VAES/AVX-512 GCM kernel "
                                           "(aes-gcm-avx512.pl)"
-             : e->stitched             ? "; stitched AES-GCM kernel for bulk"
-                                       : "");
+             : e->stitched              ? "; stitched AES-GCM kernel for bulk"
+                                        : "");
+    if (e->stitched && ai == TLSM_AES_ARMV8) { /* appended: the bounded part above stays whole */
+        size_t n = strlen(r->detail);
+        snprintf(r->detail + n, sizeof(r->detail) - n, "%s", arm_kernel(l));
+    }
     if (ai == TLSM_AES_VAES_AVX512)
         snprintf(r->evidence, sizeof(r->evidence),
                  "impl event %lld: the GCM context names no code (it never enters "
@@ -214,8 +242,8 @@ static bool classify_code(const struct trace *t, const struct bucket *b, struct 
 /* The copy's GCM context is not read (lib gcm_layout "unverified": a version whose layout
  * was not checked against a binary): no code is named; the class comes from the speed band
  * alone, on bulk records of a real CPU, else unknown. The reason names the version. */
-static bool classify_unverified(const struct trace *t, const struct lib *l,
-                                const struct bucket *b, struct impl_result *r)
+static bool classify_unverified(const struct trace *t, const struct lib *l, const struct bucket *b,
+                                struct impl_result *r)
 {
     double nspb = bucket__bulk_median(b);
     const char *v = l && l->version && *l->version ? l->version : "this OpenSSL";
@@ -223,8 +251,7 @@ static bool classify_unverified(const struct trace *t, const struct lib *l,
     if (!l || !l->gcm_layout || strcmp(l->gcm_layout, "unverified"))
         return false;
     snprintf(r->evidence, sizeof(r->evidence),
-             "%s: its GCM context layout is not verified, so the code that ran is not read",
-             v);
+             "%s: its GCM context layout is not verified, so the code that ran is not read", v);
     if (t->emulated || nspb < 0) {
         snprintf(r->detail, sizeof(r->detail), "code not named (%s: layout not verified)", v);
         return true;
@@ -388,7 +415,7 @@ void impl__classify(const struct model *m, const struct bucket *b, struct impl_r
              classify_rerouted(t, l, model__name(m, b->path), r))
         ;
     else if (r->aes_gcm) {
-        if (!classify_code(t, b, r) && !classify_unverified(t, l, b, r))
+        if (!classify_code(t, l, b, r) && !classify_unverified(t, l, b, r))
             classify_gcm(t, l, &b->st, r);
     } else if (impl__is_chacha(cipher))
         classify_chacha(t, l, r);
