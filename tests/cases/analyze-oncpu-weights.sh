@@ -14,6 +14,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 trap tls_cleanup EXIT
 tls_init "$d"
@@ -105,7 +107,7 @@ within1() {
 declare -A ok=()
 n_real=0
 for r in $(seq 1 "$RUNS"); do
-    TLS_ENV=("TLSMETER_STACKS=1" "TLSMETER_EVENTS=both" "OPENSSL_ia32cap=~0x200020200000000:~0x0")
+    TLS_ENV=("TLSMETER_STACKS=1" "TLSMETER_EVENTS=both" "OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK")
     busy_start
     tls_run "$d/run$r" "$d/run$r.%p.jsonl" taskset -c "$cpu" curl -sk -o /dev/null \
         "https://127.0.0.1:$TLS_PORT/big.bin"

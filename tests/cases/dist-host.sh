@@ -13,6 +13,8 @@
 . "$TLSM_TOP/tests/lib-tls.sh"
 # shellcheck source=tests/lib-bullseye.sh
 . "$TLSM_TOP/tests/lib-bullseye.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 N=dist-host
@@ -29,10 +31,8 @@ if under_qemu; then
     target_wrapper "$A" "$d/analyze"
     A=$d/analyze
 fi
-case $BZ_ARCH in
-aarch64) MASK=OPENSSL_armcap=0 ;;
-*) MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0" ;;
-esac
+tlsm_soft_mask "$BZ_ARCH" # the software mask (scripts/tlsmeter-mask.sh)
+MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 BODY=$((4 * 1024 * 1024 + 321))
 tls_make_file big.bin "$BODY"
 want_sha=$(tls_sha "$TLS_WWW/big.bin")

@@ -20,6 +20,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload enc-upload
@@ -27,8 +29,8 @@ CHECK=("$TLSM_PY" "$TLSM_TOOLS/enccheck.py")
 ANALYZE=${TLSM_ANALYZE:-$O/tlsmeter-analyze}
 analyze() { run_target "$ANALYZE" "$@"; } # under qemu the analyzer is a target program too
 # AES (and carry-less multiply) hidden from OpenSSL: the table code runs.
-MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0"
-[ "$(target_arch)" = aarch64 ] && MASK="OPENSSL_armcap=0"
+tlsm_soft_mask "$(target_arch)" # the software mask (scripts/tlsmeter-mask.sh)
+MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 
 BIG=$((32 * 1024 * 1024))
 MINRECS=2048

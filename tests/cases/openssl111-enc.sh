@@ -31,6 +31,8 @@
 . "$TLSM_TOP/tests/lib-tls.sh"
 # shellcheck source=tests/lib-bullseye.sh
 . "$TLSM_TOP/tests/lib-bullseye.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 N=openssl111-enc
@@ -41,8 +43,8 @@ if under_qemu; then # the cross-built analyzer (the board's view), run through q
     A=$d/analyze
 fi
 CHECK=("$TLSM_PY" "$TLSM_TOOLS/enccheck.py")
-MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0"
-[ "$BZ_ARCH" = aarch64 ] && MASK=OPENSSL_armcap=0
+tlsm_soft_mask "$BZ_ARCH" # the software mask (scripts/tlsmeter-mask.sh)
+MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 BIG=$((16 * 1024 * 1024 + 7))
 under_qemu && BIG=$((4 * 1024 * 1024 + 7)) # every byte is emulated
 head -c "$BIG" /dev/urandom >"$d/big.bin"

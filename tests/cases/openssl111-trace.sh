@@ -21,6 +21,8 @@
 . "$TLSM_TOP/tests/lib-tls.sh"
 # shellcheck source=tests/lib-bullseye.sh
 . "$TLSM_TOP/tests/lib-bullseye.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload openssl111-trace
@@ -31,9 +33,11 @@ if under_qemu; then
     A=$d/analyze
 fi
 case $(target_arch) in
-aarch64) deb=arm64 triplet=aarch64-linux-gnu MASK=OPENSSL_armcap=0 ;;
-*) deb=amd64 triplet=x86_64-linux-gnu MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0" ;;
+aarch64) deb=arm64 triplet=aarch64-linux-gnu ;;
+*) deb=amd64 triplet=x86_64-linux-gnu ;;
 esac
+tlsm_soft_mask "$(target_arch)" # the software mask (scripts/tlsmeter-mask.sh)
+MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 bz_root openssl111-trace "$deb" # skips, saying why, when the packages cannot be fetched
 ROOT=$BZ_ROOT
 LIB=$ROOT/usr/lib/$triplet

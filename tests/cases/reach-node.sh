@@ -11,6 +11,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 "$TLSM_TOP/scripts/install-deps" --extra "nodejs" >/dev/null 2>&1
 d=$(case_dir)
 tls_init "$d"
@@ -31,7 +33,7 @@ ANALYZE=$O/tlsmeter-analyze
 SIZE=$((16 * 1024 * 1024 + 5))
 tls_make_file big.bin "$SIZE"
 want="$SIZE $(tls_sha "$TLS_WWW/big.bin")"
-MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0"
+MASK="OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK"
 cat >"$d/get.js" <<'JS'
 const https = require('https'), fs = require('fs'), crypto = require('crypto');
 const h = crypto.createHash('sha256');

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # reroute-masked: the OTA case. A program whose own libcrypto runs software AES
-# (OPENSSL_ia32cap="~0x200020200000000:~0x0": AES-NI and PCLMULQDQ off) is traced natively and
-# with TLSMETER_CRYPTO=hw. The analyzer must classify the native trace as table and the
+# (the software mask of scripts/tlsmeter-mask.sh: AES-NI, VAES, PCLMULQDQ and VPCLMULQDQ off) is
+# traced natively and with TLSMETER_CRYPTO=hw. The analyzer must classify the native trace as table and the
 # rerouted one as hardware (--json `impl` and the per-cipher/path entries), and --compare must
 # put the two side by side; an unmasked program rerouted to soft classifies as table. On aarch64
 # the mask is OPENSSL_armcap=0 (AES and PMULL off); downloads with $TLS_DL (curl, else our C
@@ -12,6 +12,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload reroute-masked
@@ -26,10 +28,8 @@ if under_qemu; then
     A=$d/analyze
 fi
 
-case $(target_arch) in
-aarch64) MASK=OPENSSL_armcap=0 ;;
-*) MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0" ;;
-esac
+tlsm_soft_mask "$(target_arch)" # the software mask (scripts/tlsmeter-mask.sh)
+MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 BODY=$((2 * 1024 * 1024 + 55))
 under_qemu && BODY=$((1024 * 1024 + 55)) # emulated: half the bytes
 tls_make_file m.bin "$BODY"

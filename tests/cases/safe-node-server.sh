@@ -14,6 +14,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload safe-node-server
@@ -36,7 +38,7 @@ if ! tls_curl_ok; then
 fi
 ANALYZE=$O/tlsmeter-analyze
 SIZE=$((12 * 1024 * 1024 + 7))
-MASK="OPENSSL_ia32cap=~0x200020200000000:~0x0"
+MASK="OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK"
 
 # srv.js PORTFILE SIZE [MAXVERSION [CIPHERS]]: one HTTPS response of SIZE bytes (a fixed
 # pattern, 1 MiB per res.write), then exit once the response and the connection are gone.

@@ -13,6 +13,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload trust-contention
@@ -224,7 +226,7 @@ unprivileged() {
 forked() {
     local p ppid cpid m
     busy_start
-    TLS_ENV=(OPENSSL_ia32cap="~0x200020200000000:~0x0")
+    TLS_ENV=(OPENSSL_ia32cap="$TLSM_IA32_SOFT_MASK")
     tls_run "$d/fork" "$d/fork.%p.jsonl" "${PIN[@]}" "$TLSM_PROGS/forkclient" \
         "$TLS_PORT" "$TLS_CERT" /fork.bin
     TLS_ENV=()

@@ -15,6 +15,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 name=trust-impl
 if under_qemu; then
     skip "$name: x86_64 masks and fixtures (aarch64: aarch64-impl)"
@@ -25,10 +27,13 @@ tls_init "$d"
 tls_need_preload "$name"
 ANALYZE=$O/tlsmeter-analyze
 CHECK=("$TLSM_PY" "$TLSM_TOOLS/implcheck.py")
-MASK_PCLMUL="~0x200000000:~0x0"
-MASK_AESNI="~0x200000000000000:~0x0"
-MASK_TABLE="~0x200020200000000:~0x0"
-MASK_SCALAR="~0x200020200000000:~0x80010000" # table + AVX512F + AVX512VL hidden
+# Each mask hides the named instructions in both their forms (word 0 legacy, word 1 VAES /
+# VPCLMULQDQ): OpenSSL 3.5 runs its VAES + VPCLMULQDQ AVX-512 GCM kernel whenever both are
+# left on, AES-NI or not. The ":~0x0" words keep 3.5's words 2-4 (scripts/tlsmeter-mask.sh).
+MASK_PCLMUL="~0x200000000:~0x40000000000:~0x0:~0x0:~0x0"       # PCLMULQDQ, VPCLMULQDQ hidden
+MASK_AESNI="~0x200000000000000:~0x20000000000:~0x0:~0x0:~0x0"  # AES-NI, VAES hidden
+MASK_TABLE=$TLSM_IA32_SOFT_MASK                                # the software mask
+MASK_SCALAR="~0x200020200000000:~0x60080010000:~0x0:~0x0:~0x0" # + AVX512F, AVX512VL hidden
 
 # serve TLS SIZE CIPHER: one-record-per-write server (never traced); sets SRV_PORT.
 serve() {

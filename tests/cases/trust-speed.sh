@@ -16,6 +16,8 @@
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
 . "$TLSM_TOP/tests/lib-tls.sh"
+# shellcheck source=scripts/tlsmeter-mask.sh
+. "$TLSM_TOP/scripts/tlsmeter-mask.sh"
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload trust-speed
@@ -38,7 +40,7 @@ run_target openssl speed -help 2>&1 | grep -q -- '-aead' && AEAD=-aead
 # (its machine-readable +R line, on stderr: operations done, and the user CPU time they took).
 speed_run() {
     local mask=()
-    [ "$1" = table ] && mask=("OPENSSL_ia32cap=~0x200020200000000:~0x0")
+    [ "$1" = table ] && mask=("OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK")
     # The program's own OpenSSL (another userland's under tests/run's matrix).
     target_cmd "${mask[@]}" openssl speed -mr -seconds "$3" $AEAD -evp "$2" -decrypt -bytes 16384
     env -u OPENSSL_ia32cap "${TARGET_CMD[@]}" 2>&1 >/dev/null | awk -F: '/^\+R:/ {print $2, $NF; exit}'
@@ -89,7 +91,7 @@ for s in "TLS_AES_128_GCM_SHA256 AES-128-GCM" "TLS_AES_256_GCM_SHA384 AES-256-GC
             if [ "$m" = hw ]; then
                 TLS_ENV=()
             else
-                TLS_ENV=("OPENSSL_ia32cap=~0x200020200000000:~0x0")
+                TLS_ENV=("OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK")
             fi
             tls_client curl "$TLS_PORT" big.bin "$p" "$p.%p.jsonl"
             TLS_ENV=()
