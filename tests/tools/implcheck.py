@@ -2,7 +2,8 @@
 """implcheck.py: checks of the impl events (tests/cases/trust-impl.sh, aarch64-impl.sh).
 
   implcheck.py rules TRACE
-      each app impl event's aes/ghash/stitched against what OpenSSL 3.0's pairing rules give
+      each app impl event's aes/ghash/stitched against what OpenSSL 3.0's pairing rules (3.5's
+      VAES/AVX-512 kernel first) give
       for the instance's effective capability words (lib.cpuinfo), decoded here on their own,
       not from lib.caps; prints "aes ghash" of the first event.
   implcheck.py symbols TRACE OBJECT
@@ -38,9 +39,14 @@ def words(cpuinfo):
     return None, 0, 0
 
 
-def expected(arch, w0):
-    """crypto/modes/gcm128.c (CRYPTO_gcm128_init) and cipher_aes_gcm_hw*.c, 3.0."""
+def expected(arch, w0, w1=0, version=""):
+    """crypto/modes/gcm128.c (CRYPTO_gcm128_init) and cipher_aes_gcm_hw*.c, 3.0; 3.5 first
+    asks ossl_vaes_vpclmulqdq_capable (aes-gcm-avx512.pl: AVX512F, DQ, BW, VL, VAES and
+    VPCLMULQDQ in the second word, whatever the AES-NI bit says) for its VAES/AVX-512 kernel."""
     bit = lambda n: (w0 >> n) & 1
+    vaes = sum(1 << n for n in (42, 41, 31, 30, 17, 16))
+    if arch == "x86_64" and version.startswith("OpenSSL 3.5.") and w1 & vaes == vaes:
+        return "vaes-avx512", "vpclmul-avx512", True
     if arch == "x86_64":
         aes = "aesni" if bit(57) else "bsaes" if bit(41) else "table"
         ghash = ("clmul-avx" if bit(54) and bit(60) else "clmul") if bit(33) else "4bit"
@@ -63,10 +69,11 @@ def rules(trace):
     if without:
         return "%d of %d GCM records carry no impl id" % (len(without), len(recs))
     for e in impls:
-        arch, w0, _ = words(libs.get(e.get("lib"), {}).get("cpuinfo", ""))
+        lib = libs.get(e.get("lib"), {})
+        arch, w0, w1 = words(lib.get("cpuinfo", ""))
         if not arch:
             return "impl %s: lib %s has no capability words" % (e["id"], e.get("lib"))
-        want = expected(arch, w0)
+        want = expected(arch, w0, w1, lib.get("version", ""))
         got = (e.get("aes"), e.get("ghash"), e.get("stitched"))
         if got != want:
             return "impl %s: got aes/ghash/stitched %s, OpenSSL's rules on 0x%x give %s" % (
