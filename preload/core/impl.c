@@ -27,7 +27,9 @@
  * 3.5's provider offsets in trixie's libcrypto.a (x86_64 and arm64): ossl_gcm_initctx stores
  * hw at 240, gcm_cipher_internal calls hw->cipherupdate (slot 3), aesni_gcm_initkey and
  * armv8_aes_gcm_initkey pass ctx + 0xf8 to CRYPTO_gcm128_init and store ctr at 0x2b8 (696),
- * vaes_gcm_setkey zeroes 0x1c0 bytes from 0xf8 and stores key at 0x280.
+ * vaes_gcm_setkey zeroes 0x1c0 bytes from 0xf8 and stores key at 0x280. 3.0's in Debian 12's
+ * 3.0.19 libcrypto.a (x86_64): ossl_gcm_initctx stores hw at 0xf0, aesni_gcm_initkey passes
+ * ctx + 0xf8 to CRYPTO_gcm128_init and stores ctr at 0x2b0 (688), ks at 0x2b8.
  *
  * 3.5's VAES/AVX-512 GCM (cipher_aes_gcm_hw_vaes_avx512.inc, chosen when
  * ossl_vaes_vpclmulqdq_capable: AVX512F/DQ/BW/VL + VAES + VPCLMULQDQ) never enters
