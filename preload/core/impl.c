@@ -190,15 +190,15 @@ void tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *a
         return;
     /* The context is this copy's own PROV_GCM_CTX only when its cipher's code is this copy's
      * (not the FIPS module's or another provider's): get_ctx_params inside the copy. */
-    /* A GCM context that names its code is read by the CRYPTO_gcm128_* hooks (they run). */
-    if (*(const void *const *)(prov + PROV_GCM_OFF + (v35 ? 384 : 376)))
-        return;
     const void *params = *(const void *const *)(cipher + (v35 ? 240 : 216));
     if (params != th.ok_params) {
         if (!tlsm_code_same_object(anchor, params, 1, true))
             return;
         th.ok_params = params;
     }
+    /* A GCM context that names its code is read by the CRYPTO_gcm128_* hooks (they run). */
+    if (*(const void *const *)(prov + PROV_GCM_OFF + (v35 ? 384 : 376)))
+        return;
     const void *const *hw = *(const void *const *const *)(prov + PROV_HW_OFF);
     if ((const void *)hw != th.ok_hw) {
         if (!tlsm_code_same_object(anchor, hw, 6 * sizeof(void *), false) ||
