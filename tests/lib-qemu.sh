@@ -39,9 +39,10 @@
 #   x86_64   ROOT's ld.so --library-path ROOT/usr/lib/... [--preload LIB] PROG
 #            (tests/tools/ul-exec, which also searches a caller's LD_LIBRARY_PATH first)
 #   aarch64  qemu-aarch64-static -L ROOT [-E LD_PRELOAD=LIB] PROG
-# and a bare PROG (openssl, curl, python3) is ROOT/usr/bin/PROG. Our own test clients run
-# there too, on the release's libssl. tlsmeter's own tools (the analyzer, which needs
-# libraries the root does not have) keep running as before: run_tool, target_wrapper.
+# and a bare PROG (openssl, curl, python3) is ROOT/usr/bin/PROG, $TLSM_PY the release's
+# python3. Our own test clients run there too, on the release's libssl. tlsmeter's analyzer
+# (it needs libraries the root does not have) keeps running as before, however it is
+# started (run_target, run_tool, target_wrapper).
 #   in_userland                             true when the programs are a release's
 #   run_tool [VAR=VAL...] PROG ARGS...      run one of our tools (host, or sysroot under qemu)
 #   ul_openssl                              the release's OpenSSL version text (lib events)
@@ -69,7 +70,10 @@ target_cmd() {
     prog=$1
     shift
     local ul=${TLSM_USERLAND:+$TLSM_UL_ROOT}
-    [ -n "${TLSM_AS_TOOL:-}" ] && ul=
+    # Our analyzer is a tool, whichever helper a case starts it with; the tests' Python is
+    # the release's own python3 there (its ssl module on the release's libssl).
+    [ -n "${TLSM_AS_TOOL:-}" ] || [[ $prog == */tlsmeter-analyze ]] && ul=
+    [ -n "$ul" ] && [ "$prog" = "${TLSM_PY:-}" ] && prog=python3
     if [ -n "$ul" ] && ! under_qemu; then
         # The release's own loader: its glibc and libraries, whatever the host has.
         local pre='' v
