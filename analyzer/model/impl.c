@@ -105,6 +105,16 @@ static void vector_detail(const struct trace *t, const struct lib *l, char *buf,
         snprintf(buf, n, "AES: bit-sliced (SSSE3); GHASH: 4-bit table; both in software");
 }
 
+static bool caps_name_kernel(const struct lib *l);
+
+/* Versions on which the software mask was checked to leave table AES only. */
+static bool mask_verified(const struct lib *l)
+{
+    return l && l->version &&
+           (!strncmp(l->version, "OpenSSL 1.1.1", 13) || !strncmp(l->version, "OpenSSL 3.0.", 12) ||
+            !strncmp(l->version, "OpenSSL 3.5.", 12));
+}
+
 /* Rerouted records carry no GCM-level data (tlsmeter does not trace its own backend): the
  * class comes from the backend's mode and capability bits. */
 static bool classify_rerouted(const struct trace *t, const struct lib *l, const char *path,
@@ -117,12 +127,27 @@ static bool classify_rerouted(const struct trace *t, const struct lib *l, const 
     caps_text(t, l, caps, sizeof(caps));
     snprintf(r->evidence, sizeof(r->evidence), "reroute backend (path %s); caps %s", path, caps);
     if (!strcmp(path, "soft")) {
-        r->cls = IMPL_TABLE;
-        snprintf(r->detail, sizeof(r->detail), "reroute soft backend: table AES + 4-bit GHASH");
+        /* The soft backend is the copy loaded under the software mask; that mask is checked
+         * to leave only table AES on 1.1.1, 3.0 and 3.5 (scripts/tlsmeter-mask.sh). */
+        if (mask_verified(l)) {
+            r->cls = IMPL_TABLE;
+            snprintf(r->detail, sizeof(r->detail), "reroute soft backend: table AES + 4-bit GHASH");
+        } else {
+            snprintf(r->detail, sizeof(r->detail),
+                     "reroute soft backend on %s: the software mask is verified on OpenSSL "
+                     "1.1.1, 3.0 and 3.5 only",
+                     l && l->version && *l->version ? l->version : "an unknown OpenSSL");
+        }
     } else if (caps_hw(t, l)) {
         r->cls = IMPL_HARDWARE;
-        snprintf(r->detail, sizeof(r->detail), "reroute hw backend: %s",
-                 is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+        if (caps_name_kernel(l) || is_arm(t, l))
+            snprintf(r->detail, sizeof(r->detail), "reroute hw backend: %s",
+                     is_arm(t, l) ? "ARMv8 AES + PMULL" : "AES-NI + PCLMULQDQ");
+        else
+            snprintf(r->detail, sizeof(r->detail),
+                     "reroute hw backend: hardware AES and carry-less multiply on (%s picks "
+                     "its kernel from them; the backend's code is not traced)",
+                     l && l->version && *l->version ? l->version : "the copy");
     } else {
         snprintf(r->detail, sizeof(r->detail), "reroute backend without known hardware caps");
     }

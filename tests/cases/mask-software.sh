@@ -30,6 +30,17 @@ if [ ! -x "$A" ]; then
     exit 0
 fi
 MASK="OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK"
+# The soft backend (TLSMETER_CRYPTO=soft) loads its copy under the preload's own copy of the
+# mask: the two must be the same, or soft would be hardware on 3.5 while labelled table.
+for h in x86_64:"$TLSM_IA32_SOFT_MASK" aarch64:"$TLSM_ARM_SOFT_MASK"; do
+    got=$(sed -n 's/^#define TLSM_ARCH_SOFT_MASK "OPENSSL_[a-z0-9]*cap=\(.*\)"$/\1/p' \
+        "$TLSM_TOP/preload/arch/${h%%:*}/counter.h")
+    if [ "$got" = "${h#*:}" ]; then
+        pass "$N ${h%%:*}: the soft backend's mask is scripts/tlsmeter-mask.sh's"
+    else
+        fail "$N ${h%%:*}: preload/arch/${h%%:*}/counter.h masks '$got', scripts/tlsmeter-mask.sh '${h#*:}'"
+    fi
+done
 # The program's OpenSSL in this run, for the names of the checks.
 OSSL="OpenSSL 3.0 (host)"
 in_userland && OSSL="OpenSSL $(ul_openssl | sed 's/^OpenSSL //; s/\.$//') ($TLSM_USERLAND)"
