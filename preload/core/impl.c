@@ -175,38 +175,39 @@ void tlsm_impl_note_prov(struct tlsm_obj *lib, const void *prov, const void *hw)
         note_prov(lib, prov, hw);
 }
 
-void tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *anchor)
+bool tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *anchor)
 {
     if (!lib || !evp_ctx)
-        return;
+        return false;
     th_layout(lib);
     if (th.layout != LAYOUT_30 && th.layout != LAYOUT_35)
-        return;
+        return false;
     bool v35 = th.layout == LAYOUT_35;
     const char *ctx = evp_ctx;
     const char *cipher = *(const char *const *)ctx;
     const char *prov = *(const char *const *)(ctx + (v35 ? 176 : 168));
     if (!cipher || !prov)
-        return;
+        return false;
     /* The context is this copy's own PROV_GCM_CTX only when its cipher's code is this copy's
      * (not the FIPS module's or another provider's): get_ctx_params inside the copy. */
     const void *params = *(const void *const *)(cipher + (v35 ? 240 : 216));
     if (params != th.ok_params) {
         if (!tlsm_code_same_object(anchor, params, 1, true))
-            return;
+            return false;
         th.ok_params = params;
     }
     /* A GCM context that names its code is read by the CRYPTO_gcm128_* hooks (they run). */
     if (*(const void *const *)(prov + PROV_GCM_OFF + (v35 ? 384 : 376)))
-        return;
+        return false;
     const void *const *hw = *(const void *const *const *)(prov + PROV_HW_OFF);
     if ((const void *)hw != th.ok_hw) {
         if (!tlsm_code_same_object(anchor, hw, 6 * sizeof(void *), false) ||
             !tlsm_code_same_object(anchor, hw[HW_CIPHERUPDATE], 1, true))
-            return;
+            return false;
         th.ok_hw = hw;
     }
     note_prov(lib, prov, hw);
+    return true;
 }
 
 static bool is_arm(void)

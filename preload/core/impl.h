@@ -15,8 +15,11 @@ void tlsm_impl_note_gcm(struct tlsm_obj *lib, const void *gcm_ctx, const void *s
 /* From the EVP data hooks, inside an AES-GCM record, before the call: when the copy's
  * layout was verified (impl.c) and ctx's provider context is the copy's own, its GCM context
  * and, where that names no code (3.5's VAES/AVX-512 kernel, which never enters
- * CRYPTO_gcm128_*), its PROV_GCM_HW's cipherupdate. anchor: any code address of lib. */
-void tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *anchor);
+ * CRYPTO_gcm128_*), its PROV_GCM_HW's cipherupdate. anchor: any code address of lib.
+ * Returns false when nothing is to be read from this keyed context at its later records
+ * (layout not verified, another provider's context, or a GCM context that names its code,
+ * which the CRYPTO_gcm128_* hooks read): the caller stops asking until it is keyed again. */
+bool tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *anchor);
 /* The same from a provider dispatch table wrapper (hooks/hook_table.c): prov is the provider
  * context, hw the PROV_GCM_HW pointer read from it, both checked by the caller. */
 void tlsm_impl_note_prov(struct tlsm_obj *lib, const void *prov, const void *hw);

@@ -23,6 +23,10 @@ struct tlsm_rec_state {
     struct tlsm_obj *lib;
     uint32_t conn;
     int prov; /* core/prov.h: who decrypts when not the copy's default provider, else 0 */
+    /* Whether the EVP data hooks read this keyed context for the code that runs
+     * (core/impl.h tlsm_impl_note_evp): 0 not asked yet, 1 no (the common case, one load a
+     * call), 2 yes, at every record (3.5's VAES kernel: no CRYPTO_gcm128_* call names it). */
+    uint8_t evp_note;
     /* Reroute: a backend context keyed like this one (reroute.c). */
     struct tlsm_backend *backend;
     int backend_lib; /* its lib id, for the rec line of a routed record */

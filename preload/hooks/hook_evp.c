@@ -198,13 +198,21 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     }
 
 /* An AES-GCM record's payload call on its native code: what code runs, where the context shows
- * it (core/impl.h; a few loads, nothing for copies whose layout was not verified). */
+ * it (core/impl.h). Asked once per key; after that one load and a compare, unless the
+ * context is one whose code only its provider context names (3.5's VAES kernel). */
 static inline __attribute__((always_inline)) void
-note_evp(const struct tlsm_rec_state *st, const EVP_CIPHER_CTX *ctx, const void *fn)
+note_evp(struct tlsm_rec_state *st, const EVP_CIPHER_CTX *ctx, const void *fn)
 {
-    const char *c = st->rsm.cipher;
-    if (c && c[0] == 'A' && c[1] == 'E' && c[2] == 'S' && strstr(c, "-GCM"))
-        tlsm_impl_note_evp(st->lib, ctx, fn);
+    if (__builtin_expect(st->evp_note == 1, 1))
+        return;
+    if (!st->evp_note) {
+        const char *c = st->rsm.cipher;
+        if (!c || c[0] != 'A' || c[1] != 'E' || c[2] != 'S' || !strstr(c, "-GCM")) {
+            st->evp_note = 1;
+            return;
+        }
+    }
+    st->evp_note = tlsm_impl_note_evp(st->lib, ctx, fn) ? 2 : 1;
 }
 
 /* nest: the hooked function the real one calls on the same context (TLSM_FN_COUNT: none). */
