@@ -172,10 +172,21 @@ ok = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 print("%.4f %s" % (u.ru_utime + u.ru_stime, out if ok else "failed"))' "$@"
 }
 
+# The curl that downloads: the host's, or with BENCH_USERLAND=trixie Debian 13's (OpenSSL 3.5)
+# through its own loader (scripts/debian-root; the loader honours LD_PRELOAD as the host's
+# does), so the same figures can be taken on another OpenSSL. x86_64 only.
+CURL=(curl)
+if [ -n "${BENCH_USERLAND:-}" ]; then
+    ul_root=$("$here/debian-root" "$BENCH_USERLAND" amd64 | tail -n 1) ||
+        die "no Debian root for BENCH_USERLAND=$BENCH_USERLAND"
+    ul_lib=$ul_root/usr/lib/x86_64-linux-gnu
+    CURL=("$ul_lib/ld-linux-x86-64.so.2" --library-path "$ul_lib" "$ul_root/usr/bin/curl")
+fi
+
 # download_cpu MODE [VAR=VALUE...]: one curl download of big.bin from the server, with MODE
 # (see with); prints "CPU_SECONDS BYTES" (curl's user + sys; bytes received).
 download_cpu() {
-    with "$@" child_cpu curl -sS --max-time 300 --cacert "$RUN/cert.pem" -o /dev/null \
+    with "$@" child_cpu "${CURL[@]}" -sS --max-time 300 --cacert "$RUN/cert.pem" -o /dev/null \
         -w '%{size_download}' "https://127.0.0.1:$port/big.bin"
 }
 

@@ -46,9 +46,17 @@ void tlsm_b2_set_size(char *chunk, size_t size)
     tlsm_b2_put_le(chunk + 4, size, 4);
 }
 
+/* A string's cache slot: its first slot while that one is free, else its second, so two
+ * strings that share a first slot both stay cached (trace2_fixed.h). */
+static unsigned cache_slot(const struct tlsm_b2_stream *s, const char *p)
+{
+    unsigned h = tlsm_b2_slot1(p);
+    return s->cache[h] ? tlsm_b2_slot2(p) : h;
+}
+
 uint8_t tlsm_b2_intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend)
 {
-    unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
+    unsigned h = cache_slot(s, p);
     for (unsigned i = 1; i <= s->nstr; i++)
         if (s->strs[i] == p) {
             s->cache[h] = p, s->cache_id[h] = (uint8_t)i;

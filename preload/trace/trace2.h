@@ -23,7 +23,7 @@ struct tlsm_b2_stream {
     uint32_t tid;
     uint8_t nstr;
     int64_t base_t;
-    const char *cache[64]; /* direct-mapped by address: cache_id[i] is cache[i]'s id */
+    const char *cache[64]; /* two slots a string (trace2_fixed.h): cache_id[i] is cache[i]'s id */
     uint8_t cache_id[64];
     const char *strs[256]; /* by id (1-based) */
 };

@@ -49,11 +49,27 @@ uint8_t tlsm_b2_intern_slow(struct tlsm_b2_stream *s, const char *p, char **d, c
  * (nstr strings, time base base), so its string entries are written again by the next one. */
 void tlsm_b2_undo(struct tlsm_b2_stream *s, uint8_t nstr, int64_t base);
 
+/* The two cache slots string p may sit in: its address bits, and a multiplicative hash of
+ * the address. Two slots, because the few strings every record writes (cipher, path, ...)
+ * are static strings whose addresses move with every build: with one slot, two of them
+ * sharing it sent every record through the slow search (~80 instructions a record). */
+static inline unsigned tlsm_b2_slot1(const char *p)
+{
+    return (unsigned)((uintptr_t)p >> 3) & 63;
+}
+static inline unsigned tlsm_b2_slot2(const char *p)
+{
+    return (unsigned)(((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull) >> 58);
+}
+
 /* The id of string p in this chunk (a static string: known by its address). */
 static inline __attribute__((always_inline)) uint8_t
 tlsm_b2_intern(struct tlsm_b2_stream *s, const char *p, char **d, const char *dend)
 {
-    unsigned h = (unsigned)((uintptr_t)p >> 3) & 63;
+    unsigned h = tlsm_b2_slot1(p);
+    if (__builtin_expect(s->cache[h] == p, 1))
+        return s->cache_id[h];
+    h = tlsm_b2_slot2(p);
     if (__builtin_expect(s->cache[h] == p, 1))
         return s->cache_id[h];
     return tlsm_b2_intern_slow(s, p, d, dend);
