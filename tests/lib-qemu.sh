@@ -35,6 +35,7 @@
 #   TLSM_USERLAND=trixie               the release (unset: the host's programs)
 #   TLSM_UL_ROOT=DIR                   its root, made from Debian's packages
 #   TLSM_UL_LD, TLSM_UL_LIBPATH        its loader and library path (x86_64)
+#   TLSM_UL_OPENSSL                    its OpenSSL's version text, "OpenSSL 3.5." (its package)
 # Then target_cmd runs the release's programs and libraries, the host's kernel underneath:
 #   x86_64   ROOT's ld.so --library-path ROOT/usr/lib/... [--preload LIB] PROG
 #            (tests/tools/ul-exec, which also searches a caller's LD_LIBRARY_PATH first)
@@ -110,10 +111,7 @@ target_cmd() {
 
 # ul_openssl: the version text of the userland's OpenSSL, as a lib event's `version` begins.
 ul_openssl() {
-    case $TLSM_USERLAND in
-    trixie) echo "OpenSSL 3.5." ;;
-    *) echo "OpenSSL" ;;
-    esac
+    echo "${TLSM_UL_OPENSSL:-OpenSSL}"
 }
 
 run_tool() {

@@ -55,6 +55,11 @@ static void unfired(struct summary *s, const struct trace *t)
          * provider's context, not through these hooks) are not blind. */
         if (b->impl && b->impl_ct >= b->impl_none_ct)
             continue;
+        /* Nor are those of a copy whose layout is not verified: nothing of its code is read,
+         * whatever fired, and its class verdict says so (speed band, "layout not verified"). */
+        const struct lib *l = trace__bucket_lib(&m->traces[b->trace], b, model__name(m, b->path));
+        if (l && l->gcm_layout && !strcmp(l->gcm_layout, "unverified"))
+            continue;
         if (&m->traces[b->trace] == t && !b->prov && !strcmp(model__name(m, b->path), "native") &&
             impl__is_aes_gcm(model__name(m, b->cipher)))
             native += b->st.rec_ct;

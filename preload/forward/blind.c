@@ -160,7 +160,11 @@ static unsigned judge(const struct dl_phdr_info *info, const struct link_map *lm
     if (k == TLSM_ABI_OLD ||
         (k == TLSM_ABI_UNKNOWN && tlsm_abi_of_text(version_of(info, m)) == TLSM_ABI_OLD))
         r |= BL_OLD_ABI;
-    if (tlsm_elf_flags(lm).symbolic)
+    /* -Bsymbolic hides calls to what the object defines itself. When every record function
+     * it calls goes through a GOT slot that leads to tlsmeter, it defines none of them (a
+     * libssl over a separate libcrypto, as Debian's OpenSSL 3.6 is linked): its records are
+     * seen, and binding to itself first hides nothing of them. */
+    if (tlsm_elf_flags(lm).symbolic && !(b->relocs && b->got_us && !b->got_elsewhere))
         r |= BL_SYMBOLIC;
     if (_dl_find_object((void *)lm->l_ld, &f) == 0 &&
         !exports_openssl(info->dlpi_name[0] ? info->dlpi_name : NULL, (uintptr_t)f.dlfo_map_start,
@@ -195,7 +199,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
      * mean its record decryption is visible (-Bsymbolic). */
     if (tlsm_obj_crypto_only(f.dlfo_link_map))
         return 0;
-    /* Issue 15: reached through its provider tables (lib reach "table"): not blind. */
+    /* Reached through its provider tables (lib reach "table"): not blind. */
     if (tlsm_obj_reach_of(f.dlfo_link_map) & TLSM_REACH_TABLE)
         return 0;
     /* The record layer's mark, found once per object (marks.c): at start-up for those loaded

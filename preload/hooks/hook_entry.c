@@ -9,6 +9,7 @@
  * already (forward/entry.c then replaces one instruction atomically, or refuses). */
 #include "forward/entry.h"
 #include "forward/got.h"
+#include "forward/marks.h"
 #include "forward/obj.h"
 #include "forward/tables.h"
 #include "hooks/hook.h"
@@ -27,6 +28,15 @@ static void *own_def(const struct tlsm_table_copy *c, void *h, const char *name)
     struct dl_find_object f;
     void *p = h ? dlsym(h, name) : NULL;
     return p && _dl_find_object(p, &f) == 0 && f.dlfo_link_map == c->lm ? p : NULL;
+}
+
+static bool holds_record_layer(const struct tlsm_table_copy *c)
+{
+    struct dl_phdr_info info = {.dlpi_addr = c->lm->l_addr,
+                                .dlpi_name = c->lm->l_name,
+                                .dlpi_phdr = c->phdr,
+                                .dlpi_phnum = (ElfW(Half))c->phnum};
+    return tlsm_marks_of(&info).ssl;
 }
 
 void tlsm_entry_reach_copy(const struct tlsm_table_copy *c)
@@ -57,7 +67,11 @@ void tlsm_entry_reach_copy(const struct tlsm_table_copy *c)
         tlsm_real_dlclose(h);
     if (done && o)
         atomic_fetch_or(&o->reach, TLSM_REACH_ENTRY);
-    if (!reads) /* its SSL_read cannot be reached: its socket reads through its PLT */
+    /* Its SSL_read cannot be reached: its socket reads through its PLT. Only for a copy that
+     * holds libssl's record layer: a libcrypto alone (reached through its tables because it
+     * binds to itself first, as Debian's OpenSSL 3.6 does) reads sockets for a libssl whose
+     * SSL_read the hooks do see, and counting those reads too would count the bytes twice. */
+    if (!reads && holds_record_layer(c))
         tlsm_sock_reach(c);
     if (refused[0])
         tlsm_warn("%s: entry points left alone, their calls are not traced: %s",

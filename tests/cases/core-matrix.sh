@@ -2,7 +2,7 @@
 # core-matrix: four real clients x five suites over loopback TLS. With the preload each download
 # must be byte-for-byte the same (body, stdout, stderr, exit code) and its trace must account
 # for every byte the client read and every application-data record.
-# tlsm-userland: trixie
+# tlsm-userland: trixie forky
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh

@@ -11,7 +11,7 @@
 # and tlsmeter ab --mask shows "mask held (software)" yes. On 3.5 with a CPU that has VAES,
 # VPCLMULQDQ and AVX-512, a mask hiding AES-NI alone leaves the VAES GCM kernel on: tlsmeter ab
 # must warn that the native run is not software (the check can fail, and says so).
-# tlsm-userland: trixie
+# tlsm-userland: trixie forky
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
