@@ -106,7 +106,7 @@ struct blind {
     int64_t calls;
 };
 
-/* Issue 15: the socket reads of copies whose SSL_read tlsmeter cannot reach (sockread
+/* The socket reads of copies whose SSL_read tlsmeter cannot reach (sockread
  * events), per copy and socket, and the callers whose GOT slots were rewritten (fwd events
  * with reach), model_reach.c. */
 #define REACH_MAX_COPIES  16

@@ -382,7 +382,7 @@ static void write_fwd_event(const struct fwd_pair *p)
     tlsm_json_int(&j, "lib", p->to->lib_id);
     tlsm_json_str(&j, "to", p->to->path);
     tlsm_hooks_write(&j, "fns", p->fns);
-    /* Issue 15: a copy's calls into its own patched entry points (no binding to compare). */
+    /* A copy's calls into its own patched entry points (no binding to compare). */
     if (p->from == p->to && (atomic_load(&p->to->reach) & TLSM_REACH_ENTRY))
         tlsm_json_str(&j, "reach", "entry");
     size_t len = tlsm_json_end(&j, line);

@@ -23,7 +23,7 @@ void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller);
 /* Were caller's GOT slots rewritten? Its fwd events are tlsm_got_write_fwd's, at exit. */
 bool tlsm_got_patched(const struct tlsm_obj *caller);
 void tlsm_got_write_fwd(void);
-/* Issue 15: point lm's GOT slots for names[0..n) at repl[]; orig[k] gets (or must already
+/* Point lm's GOT slots for names[0..n) at repl[]; orig[k] gets (or must already
  * be) what they called. Returns the slots rewritten. */
 int tlsm_got_rewrite(const struct link_map *lm, const ElfW(Phdr) * phdr, int phnum,
                      const char *const names[], int n, void *const repl[], void *orig[]);

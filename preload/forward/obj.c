@@ -354,7 +354,7 @@ void tlsm_obj_describe(struct tlsm_obj *o)
     tlsm_th.guard--;
 }
 
-/* Issue 15: a copy reached by other means than interposition (its provider tables) may export
+/* A copy reached by other means than interposition (its provider tables) may export
  * nothing: then it gets its lib line here, version from the text it carries, no api (tlsmeter
  * calls none of its functions). */
 const char *tlsm_reach_name(unsigned reach, char *buf, size_t cap)

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Issue 15: the ways tlsmeter reaches a copy past LD_PRELOAD (lib.reach, "+"-joined). */
+/* The ways tlsmeter reaches a copy past LD_PRELOAD (lib.reach, "+"-joined). */
 enum {
     TLSM_REACH_GOT = 1,   /* a caller's GOT slots rewritten (forward/got.c) */
     TLSM_REACH_TABLE = 2, /* its provider dispatch tables rewritten (forward/tables.c) */
@@ -35,7 +35,7 @@ struct tlsm_obj {
      * contexts, the SSL hooks only forward. */
     struct tlsm_abi abi;
     bool stale; /* dlclose() happened since: do not reuse for new callers */
-    /* Issue 15: how calls that ordinary interposition misses reach the hooks (TLSM_REACH_*
+    /* How calls that ordinary interposition misses reach the hooks (TLSM_REACH_*
      * bits); 0: only through the linker's own binding. */
     _Atomic unsigned reach;
     unsigned lib_gen; /* trace file generation its lib line was written to */
@@ -52,7 +52,7 @@ struct tlsm_obj {
 struct tlsm_obj *tlsm_obj_of(const void *addr);
 /* First time a hook forwards into o: learn what it is, write its lib event. */
 void tlsm_obj_describe(struct tlsm_obj *o);
-/* Issue 15: o is reached as reach (TLSM_REACH_* bits) says: describe it, also when it exports
+/* o is reached as reach (TLSM_REACH_* bits) says: describe it, also when it exports
  * no OpenSSL name (then version is the text found in it). */
 void tlsm_obj_describe_reached(struct tlsm_obj *o, unsigned reach, const char *version);
 /* How the registered object lm is reached past interposition (TLSM_REACH_* bits), 0: not. */

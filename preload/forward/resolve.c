@@ -68,7 +68,7 @@ static void *usable(void *p)
     return p && !tlsm_is_self(p) ? p : NULL;
 }
 
-/* Issue 7: is p an unversioned definition that a versioned reference accepts? The linker
+/* Is p an unversioned definition that a versioned reference accepts? The linker
  * binds a reference to name@VER to the first definition in scope order that either has
  * version VER or is unversioned in an object that defines no versions of its own. */
 static bool unversioned_def(void *p, struct link_map **lm)
@@ -241,7 +241,7 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
     struct tlsm_fwd fwd = {NULL, NULL};
     if (caller) {
         const char *ver = caller->want[id];
-        /* Issue 15: a caller whose GOT slot was rewritten goes where the slot went. */
+        /* A caller whose GOT slot was rewritten goes where the slot went. */
         fwd.fn = tlsm_got_answer(id, caller);
         if (!fwd.fn)
             fwd.fn = lookup_next(name, ver);
@@ -259,7 +259,7 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
         return fwd;
     }
     fwd.target = tlsm_obj_of(fwd.fn);
-    /* Issue 15: a patched entry is reached through its trampoline (the target stays the copy). */
+    /* A patched entry is reached through its trampoline (the target stays the copy). */
     void *orig = tlsm_entry_original(fwd.fn);
     if (orig)
         fwd.fn = orig;

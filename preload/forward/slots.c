@@ -47,7 +47,7 @@ bool tlsm_got_write_ptr(const ElfW(Phdr) * phdr, int phnum, uintptr_t base, uint
     return true;
 }
 
-/* Issue 15, technique 4: an object's imports of names[] (libc's read, recv...) pointed at
+/* An object's imports of names[] (libc's read, recv...) pointed at
  * repl[]. orig[k] is what they called (a lazy PLT stub is resolved in the object's own scope
  * first, so the loader never rebinds the slot behind us); a slot holding anything else is
  * left alone. */

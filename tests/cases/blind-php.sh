@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # blind-php: PHP loads its extensions RTLD_DEEPBIND, so libcurl.so.4 (needed
-# by curl.so) binds SSL_read straight to libssl past the hooks. Issue 15: tlsmeter rewrites
+# by curl.so) binds SSL_read straight to libssl past the hooks. tlsmeter rewrites
 # those GOT slots right after the dlopen, so a curl_exec download from openssl s_server runs
 # unchanged and has its reads (covering the body, every record inside one), a fwd event from
 # libcurl with reach "got", and no blind "calls" entry or notice. With TLSMETER_PATCH=0 the
@@ -79,7 +79,7 @@ run() {
     pass "blind-php $1$2: output and exit code unchanged, sha256 right"
 }
 
-# Issue 15: the GOT slots rewritten after curl.so's dlopen: libcurl's reads are traced.
+# The GOT slots rewritten after curl.so's dlopen: libcurl's reads are traced.
 if run curl ""; then
     n=$(tls_notes "$d/curl.traced.err")
     if [ "$n" -eq 0 ]; then

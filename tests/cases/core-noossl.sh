@@ -48,7 +48,7 @@ for prog in echo exit3 cprog; do
     esac
 done
 
-# Issue 14: summary mode writes its totals only where there was TLS to count: a program
+# Summary mode writes its totals only where there was TLS to count: a program
 # that never spoke TLS gets no trace (it used to open one at exit in every process, and
 # calibrate the clock for it).
 for prog in echo exit3 cprog; do
@@ -71,7 +71,7 @@ for prog in echo exit3 cprog; do
     fi
 done
 
-# Issue 14: TLSMETER_CRYPTO=hw loads its private libcrypto copy (a memfd named
+# TLSMETER_CRYPTO=hw loads its private libcrypto copy (a memfd named
 # tlsmeter-backend) at start-up only where a libcrypto is loaded. The same few lines, built
 # twice: libc only, and with libcrypto as a DT_NEEDED (the control: there the copy must be
 # mapped by the time main runs). Each prints how many of its mappings are the backend's.

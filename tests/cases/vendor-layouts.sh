@@ -6,7 +6,7 @@
 # must go where the dynamic linker sent it without tlsmeter (LD_DEBUG=bindings); records
 # must be attributed to the copy that decrypted them; copies tlsmeter cannot see must be
 # named (blind events), and layout 8's software vendor copy must move to the hw backend.
-# Issue 15: the DEEPBIND plugin (3d) is reached through its rewritten GOT slots; the
+# The DEEPBIND plugin (3d) is reached through its rewritten GOT slots; the
 # -Bsymbolic (5), hidden (6) and --exclude-libs + strip --strip-all (9) copies through their
 # provider dispatch tables (records, hw/soft reroute; 9m masked to table AES); with
 # TLSMETER_PATCH=0 layouts 5 and 6 are blind as before (the detector stays tested).
