@@ -57,7 +57,13 @@
 
 #define MAX_IMPLS 32
 
-enum layout { LAYOUT_NONE, LAYOUT_30, LAYOUT_35, LAYOUT_111 };
+/* forward/abi.h decides the layout (the version text and ABI); these are its values. */
+enum layout {
+    LAYOUT_NONE = TLSM_LAYOUT_NONE,
+    LAYOUT_30 = TLSM_LAYOUT_30,
+    LAYOUT_35 = TLSM_LAYOUT_35,
+    LAYOUT_111 = TLSM_LAYOUT_111
+};
 
 /* Offsets of the header comment. */
 enum { PROV_HW_OFF = 240, PROV_GCM_OFF = 248, HW_CIPHERUPDATE = 3 };
@@ -93,34 +99,9 @@ static __thread struct {
     const void *ok_params, *ok_hw;
 } th __attribute__((tls_model("initial-exec")));
 
-/* From the version text the copy reports ("OpenSSL 3.5.9 29 Sep 2026"), exactly one of the
- * checked series (the header comment); a fork that reports one of them and changed the
- * structs is caught by the pointer checks only. */
-static enum layout layout_of_text(const char *v)
-{
-    if (!strncmp(v, "OpenSSL 1.1.1", 13))
-        return LAYOUT_111;
-    if (!strncmp(v, "OpenSSL 3.0.", 12))
-        return LAYOUT_30;
-    if (!strncmp(v, "OpenSSL 3.5.", 12))
-        return LAYOUT_35;
-    return LAYOUT_NONE;
-}
-
 static enum layout layout_of(const struct tlsm_obj *lib)
 {
-    const struct tlsm_abi *a = &lib->abi;
-    if (a->kind != TLSM_ABI_OSSL111 && a->kind != TLSM_ABI_OSSL3)
-        return LAYOUT_NONE;
-    enum layout l = layout_of_text(lib->version);
-    return (l == LAYOUT_111) == (a->kind == TLSM_ABI_OSSL111) ? l : LAYOUT_NONE;
-}
-
-static const char *const layout_names[] = {"unverified", "3.0", "3.5", "1.1.1"};
-
-const char *tlsm_impl_layout_name(const struct tlsm_obj *lib)
-{
-    return layout_names[layout_of(lib)];
+    return (enum layout)tlsm_abi_gcm_layout(&lib->abi, lib->version);
 }
 
 static void th_layout(const struct tlsm_obj *lib)
@@ -307,7 +288,7 @@ static void build(struct impl *m)
     tlsm_json_begin(&j, m->line, sizeof(m->line), TLSM_EV(IMPL));
     tlsm_json_int(&j, "id", m->id);
     tlsm_json_int(&j, "lib", k->lib->lib_id);
-    tlsm_json_safe(&j, "layout", layout_names[layout_of(k->lib)]);
+    tlsm_json_safe(&j, "layout", tlsm_gcm_layout_name((enum tlsm_gcm_layout)layout_of(k->lib)));
     tlsm_json_safe(&j, "aes", tlsm_aes_name(aes));
     tlsm_json_safe(&j, "ghash", tlsm_ghash_name(gh));
     /* AES_GCM_ASM: the stitched kernel takes bulk data past CRYPTO_gcm128_* when the CTR

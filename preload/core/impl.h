@@ -23,8 +23,6 @@ bool tlsm_impl_note_evp(struct tlsm_obj *lib, const void *evp_ctx, const void *a
 /* The same from a provider dispatch table wrapper (hooks/hook_table.c): prov is the provider
  * context, hw the PROV_GCM_HW pointer read from it, both checked by the caller. */
 void tlsm_impl_note_prov(struct tlsm_obj *lib, const void *prov, const void *hw);
-/* The lib event's gcm_layout: "3.0", "3.5", "1.1.1", or "unverified" (nothing is read). */
-const char *tlsm_impl_layout_name(const struct tlsm_obj *lib);
 /* At the end of a record: the id of its impl event (written now when new), 0 when the
  * record carried no readable GCM context; forgets the record's pointers. */
 int tlsm_impl_take(void);

@@ -44,6 +44,28 @@ enum tlsm_abi_kind tlsm_abi_of_text(const char *v)
     return TLSM_ABI_OLD;
 }
 
+/* Exactly one of the checked series; a fork that reports one of them and changed the structs
+ * is caught by the pointer checks of core/impl.c only. */
+enum tlsm_gcm_layout tlsm_abi_gcm_layout(const struct tlsm_abi *a, const char *v)
+{
+    enum tlsm_gcm_layout l = TLSM_LAYOUT_NONE;
+    if (a->kind != TLSM_ABI_OSSL111 && a->kind != TLSM_ABI_OSSL3)
+        return TLSM_LAYOUT_NONE;
+    if (!strncmp(v, "OpenSSL 1.1.1", 13))
+        l = TLSM_LAYOUT_111;
+    else if (!strncmp(v, "OpenSSL 3.0.", 12))
+        l = TLSM_LAYOUT_30;
+    else if (!strncmp(v, "OpenSSL 3.5.", 12))
+        l = TLSM_LAYOUT_35;
+    return (l == TLSM_LAYOUT_111) == (a->kind == TLSM_ABI_OSSL111) ? l : TLSM_LAYOUT_NONE;
+}
+
+const char *tlsm_gcm_layout_name(enum tlsm_gcm_layout l)
+{
+    static const char *const names[] = {"unverified", "3.0", "3.5", "1.1.1"};
+    return names[l];
+}
+
 const char *tlsm_abi_name(enum tlsm_abi_kind k)
 {
     switch (k) {

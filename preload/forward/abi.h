@@ -113,6 +113,16 @@ static inline bool tlsm_abi_left_alone(const struct tlsm_abi *a)
 /* Name of the ABI for the lib event ("3", "1.1.1", "old", "foreign", "unknown"). */
 const char *tlsm_abi_name(enum tlsm_abi_kind k);
 
+/* The layout of the copy's GCM and provider contexts that core/impl.c may read: only the
+ * series whose structs were checked against a binary (docs/design.md, section 8), from the
+ * version text the copy reports ("OpenSSL 3.5.9 29 Sep 2026") and its ABI; else NONE, and
+ * nothing is read. */
+enum tlsm_gcm_layout { TLSM_LAYOUT_NONE, TLSM_LAYOUT_30, TLSM_LAYOUT_35, TLSM_LAYOUT_111 };
+enum tlsm_gcm_layout tlsm_abi_gcm_layout(const struct tlsm_abi *a, const char *version);
+/* Its name for the lib event's gcm_layout and the impl event: "3.0", "3.5", "1.1.1",
+ * "unverified". */
+const char *tlsm_gcm_layout_name(enum tlsm_gcm_layout l);
+
 /* The loaders, one per ABI: look every entry point up with lookup(h, name) and fill a. */
 void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup);
 void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup);

@@ -2,7 +2,6 @@
  * stale) and the lib event of each OpenSSL instance. */
 #include "forward/obj.h"
 #include "forward/blind.h"
-#include "core/impl.h"
 #include "base/caps.h"
 #include "base/clock.h"
 #include "base/elfdyn.h"
@@ -308,7 +307,8 @@ static void write_lib_event(struct tlsm_obj *o)
         tlsm_json_str(&j, "reach", tlsm_reach_name(atomic_load(&o->reach), reach, sizeof(reach)));
     /* Whether its GCM context layout is read: only for versions checked against a binary. */
     if (o->has_crypto && (o->abi.kind == TLSM_ABI_OSSL3 || o->abi.kind == TLSM_ABI_OSSL111))
-        tlsm_json_safe(&j, "gcm_layout", tlsm_impl_layout_name(o));
+        tlsm_json_safe(&j, "gcm_layout",
+                       tlsm_gcm_layout_name(tlsm_abi_gcm_layout(&o->abi, o->version)));
     if (o->late) /* reached once a dlopen had loaded it and run its constructors */
         tlsm_json_bool(&j, "late", true);
     if (o->abi.kind == TLSM_ABI_OLD || o->abi.kind == TLSM_ABI_FOREIGN)
