@@ -470,6 +470,21 @@ tls_traces() {
     done
 }
 
+# tls_analyzer NAME: A, the analyzer a case runs ($O/tlsmeter-analyze; under qemu a wrapper
+# that runs the cross-built one, the board's view, through qemu). Fails NAME and exits the
+# case when it is not built.
+tls_analyzer() {
+    A=$O/tlsmeter-analyze
+    if [ ! -x "$A" ]; then
+        fail "$1: $A not built; run make"
+        exit 0
+    fi
+    if under_qemu; then
+        target_wrapper "$A" "$TLS_DIR/analyze"
+        A=$TLS_DIR/analyze
+    fi
+}
+
 # tls_trace_check NAME TRACE ARGS...: tracecheck.py TRACE ARGS, reported as NAME. Under qemu
 # the trace must also come from the target's program (header arch, emulated); in another
 # userland its records from that release's OpenSSL.

@@ -27,15 +27,7 @@ d=$(case_dir)
 tls_init "$d"
 N=clients-classes
 tls_need_preload "$N"
-A=$O/tlsmeter-analyze
-if [ ! -x "$A" ]; then
-    fail "$N: $A not built; run make"
-    exit 0
-fi
-if under_qemu; then
-    target_wrapper "$A" "$d/analyze"
-    A=$d/analyze
-fi
+tls_analyzer "$N"
 tlsm_soft_mask "$(target_arch)"
 MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 BODY=$((8 * 1024 * 1024 + 99))
