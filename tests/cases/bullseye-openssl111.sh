@@ -22,16 +22,7 @@ d=$(case_dir)
 tls_init "$d"
 N=bullseye-openssl111
 bz_setup "$N" "$(target_arch)"
-A=$O/tlsmeter-analyze
-if [ ! -x "$A" ]; then
-    fail "$N: $A not built; run make"
-    exit 0
-fi
-# Under qemu the analyzer is the cross-built one (the board's view), run through qemu.
-if under_qemu; then
-    target_wrapper "$A" "$d/analyze"
-    A=$d/analyze
-fi
+tls_analyzer "$N"
 tlsm_soft_mask "$BZ_ARCH" # the software mask (scripts/tlsmeter-mask.sh)
 MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 BODY=$((16 * 1024 * 1024))

@@ -22,15 +22,7 @@ bz_setup "$N" "$(target_arch)"
 # Under SAN builds the sanitizer runtimes stay first (the test programs are instrumented).
 TLS_PRELOAD=$BZ_LIB
 [[ $TLSM_PRELOAD == *:* ]] && TLS_PRELOAD=${TLSM_PRELOAD%:*}:$BZ_LIB
-A=$O/tlsmeter-analyze
-if [ ! -x "$A" ]; then
-    fail "$N: $A not built; run make"
-    exit 0
-fi
-if under_qemu; then
-    target_wrapper "$A" "$d/analyze"
-    A=$d/analyze
-fi
+tls_analyzer "$N"
 tlsm_soft_mask "$BZ_ARCH" # the software mask (scripts/tlsmeter-mask.sh)
 MASK="$TLSM_MASK_VAR=$TLSM_MASK"
 BODY=$((4 * 1024 * 1024 + 321))

@@ -17,16 +17,7 @@
 d=$(case_dir)
 tls_init "$d"
 tls_need_preload reroute-masked
-A=$O/tlsmeter-analyze
-if [ ! -x "$A" ]; then
-    fail "reroute-masked: $A not built; run make"
-    exit 0
-fi
-# Under qemu the analyzer is the cross-built one too (the board's view), run through qemu.
-if under_qemu; then
-    target_wrapper "$A" "$d/analyze"
-    A=$d/analyze
-fi
+tls_analyzer "reroute-masked"
 
 tlsm_soft_mask "$(target_arch)" # the software mask (scripts/tlsmeter-mask.sh)
 MASK="$TLSM_MASK_VAR=$TLSM_MASK"
