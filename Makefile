@@ -256,5 +256,5 @@ $(UNIT_TESTS):
 		$(TLSM_LDFLAGS) $(LDFLAGS)
 .PHONY: unit
 unit: $(UNIT_TESTS)
-	$(Q)$(O)/tests/unit/recsm tests/unit/evp && $(O)/tests/unit/json && $(O)/tests/unit/cputime && \
-		$(O)/tests/unit/hs && $(O)/tests/unit/abi
+	$(Q)tests/unit/run "$(O)/tests/unit/recsm tests/unit/evp" $(O)/tests/unit/json \
+		$(O)/tests/unit/cputime $(O)/tests/unit/hs $(O)/tests/unit/abi
