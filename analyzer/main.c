@@ -32,9 +32,9 @@ struct env {
 static const char usage_text[] =
     "usage: tlsmeter-analyze [options] TRACE...\n"
     "       tlsmeter-analyze --compare A B            (or: --compare A... --vs B...)\n"
-    "Reads tlsmeter traces (JSON Lines, '-' for stdin) in one pass and reports where the\n"
-    "CPU went when TLS data was decrypted and encrypted. Several traces merge into one\n"
-    "(fleet) view.\n"
+    "Reads tlsmeter traces (the binary format tlsmeter writes by default, or JSON Lines;\n"
+    "'-' for stdin) in one pass and reports where the CPU went when TLS data was decrypted\n"
+    "and encrypted. Several traces merge into one (fleet) view.\n"
     "\n"
     "  (default)          text report\n"
     "  -j, --json         one JSON summary object (for scripts and CI gates)\n"
