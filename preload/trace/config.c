@@ -82,7 +82,8 @@ static const struct opt opts[] = {
      "scripts/tlsmeter-certs; off by default (certificates can be private)",
      &tlsm_cfg.certs},
     {"TLSMETER_EVENTS", OPT_CHOICE, "all",
-     "all: a rec event per record and a read or write event per call; summary: totals and histograms "
+     "all: a rec event per record and a read or write event per call; summary: totals and "
+     "histograms "
      "written every TLSMETER_INTERVAL seconds and at exit (trace size independent of traffic); "
      "both: the two (to check one against the other)",
      &tlsm_cfg.events},
@@ -237,6 +238,30 @@ static void warn_unknown(void)
                   (int)(eq - *e), *e);
     }
 }
+/* TLSMETER_OUT's escapes are %p, %t and %%: another (%q) or a lone '%' at the end is a typo
+ * that would name the trace "x.q" without a word; the default is used instead, said once. */
+static void out_escapes(void)
+{
+    const char *v = getenv("TLSMETER_OUT");
+    for (const char *t = v; t && *t; t++) {
+        if (*t != '%')
+            continue;
+        if (t[1] == 'p' || t[1] == 't' || t[1] == '%') {
+            t++;
+            continue;
+        }
+        char what[32];
+        if (t[1])
+            snprintf(what, sizeof(what), "the unknown escape %%%c", t[1]);
+        else
+            snprintf(what, sizeof(what), "a lone %% at the end");
+        tlsm_warn("TLSMETER_OUT=\"%.64s\" is not valid: %s at offset %d (known: %%p pid, %%t "
+                  "start time, %%%% a percent sign); using the default %s",
+                  v, what, (int)(t - v), opts[0].def);
+        tlsm_cfg.out = opts[0].def;
+        return;
+    }
+}
 
 void tlsm_config_load(void)
 {
@@ -256,6 +281,7 @@ void tlsm_config_load(void)
                       v, accepted(&opts[i]), opts[i].def[0] ? opts[i].def : "(none)");
     }
     warn_unknown();
+    out_escapes();
     const char *out = getenv("TLSMETER_OUT");
     if ((!out || !*out) && tlsm_cfg.format == TLSM_FORMAT_JSONL)
         tlsm_cfg.out = "tlsmeter.%p.jsonl"; /* format 1's name */

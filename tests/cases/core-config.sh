@@ -120,3 +120,20 @@ else
         fail "core-config template: file $f, want tmpl.<time in $t0..$t1>.%.<pid>.jsonl"
     fi
 fi
+
+# An escape the template does not know (%q) is a typo, not a name: one warning naming
+# TLSMETER_OUT and the escape, and the trace goes to the default name (in the program's
+# working directory: a fresh one here), the program unchanged.
+mkdir -p "$d/badout"
+(cd "$d/badout" && tls_client "$TLS_DL" "$TLS_PORT" c.bin "$d/badtmpl" "$d/badout/x.%q.jsonl")
+warn=$(grep '^tlsmeter:' "$d/badtmpl.err")
+made=$(cd "$d/badout" && ls)
+if ! why=$(tls_same_run badtmpl "$d/plain" "$d/badtmpl"); then
+    fail "core-config template %q: $why"
+elif [ "$(tls_notes "$d/badtmpl.err")" -ne 1 ] || [[ $warn != *TLSMETER_OUT*%q* ]]; then
+    fail "core-config template %q: want one warning naming TLSMETER_OUT and %q: $warn"
+elif [[ $made != tlsmeter.[0-9]*.* ]] || [ "$(echo "$made" | wc -l)" -ne 1 ]; then
+    fail "core-config template %q: files made: $(echo "$made" | tr '\n' ' '), want one tlsmeter.PID trace"
+else
+    pass "core-config template %q: one warning, the default name ($made)"
+fi
