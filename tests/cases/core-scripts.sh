@@ -41,6 +41,17 @@ else
     fail "core-scripts exit status: exit 4 came back as $rc, SIGTERM as $rc2 (want 143)"
 fi
 
+# No trace: the wrapper says why as far as it can tell, never "see the warning above" when
+# there is none: a program without TLS, a command that does not exist.
+notls=$("$W" record --lib "$lib" -o "$d/n.%p.trace" -- ls / 2>&1 >/dev/null)
+nocmd=$("$W" record --lib "$lib" -o "$d/n.%p.trace" -- "$d/nonexistent" 2>&1 >/dev/null)
+if [[ $notls == *"ls made no TLS connection through OpenSSL"* && $notls != *"warning above"* &&
+    $nocmd == *"did not start (exit status 127)"* ]]; then
+    pass "core-scripts record without a trace: says why (no TLS; a command that did not start)"
+else
+    fail "core-scripts record without a trace: ls / said '$notls'; a missing command '$nocmd'"
+fi
+
 # An existing LD_PRELOAD stays first; the library is found in an install prefix.
 mkdir -p "$d/prefix/bin" "$d/prefix/lib"
 cp "$W" "$d/prefix/bin/tlsmeter"
