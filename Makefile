@@ -113,6 +113,19 @@ ifneq ($(filter check demo bench deps,$(MAKECMDGOALS)),)
 $(PRELOAD_OBJS) $(ANALYZER_OBJS) $(TESTPROGS) $(DLSAFE_PLUGINS): | deps
 endif
 
+# Any other native build (a plain `make` on a fresh machine) stops before its first compile
+# when a library's development files are missing, naming them and the command that installs
+# them, instead of at the first missing header.
+ifeq ($(CROSS_COMPILE)$(SYSROOT),)
+ifeq ($(filter check demo bench deps clean help format,$(MAKECMDGOALS)),)
+MISSING_DEV := $(shell for p in openssl jansson libunwind libdw; do \
+	$(PKG_CONFIG) --exists $$p 2>/dev/null || printf '%s ' $$p; done)
+ifneq ($(strip $(MISSING_DEV)),)
+$(error the build needs the development files of: $(strip $(MISSING_DEV)) (pkg-config finds none); run 'make deps' as root to install them, or 'make check' / 'make demo', which install them first)
+endif
+endif
+endif
+
 $(O)/preload/%.o: preload/%.c $(O)/preload/%.d
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")

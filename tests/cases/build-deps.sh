@@ -160,4 +160,15 @@ else
         fi
     done
 fi
+
+# A machine without the development packages (pkg-config finds none of them: PKG_CONFIG=false
+# stands for that): a plain make stops before compiling anything, naming them and `make deps`.
+out=$(mk O=bare PKG_CONFIG=false all 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && [[ $out == *"libunwind"* && $out == *"make deps"* ]] &&
+    [ -z "$(find "$src/bare" -name '*.o' 2>/dev/null)" ]; then
+    pass "build-deps: without the development packages make stops first, naming them and make deps"
+else
+    fail "build-deps: without the development packages: exit $rc, $(echo "$out" | tail -n 2 | tr '\n' ' ')"
+fi
 rm -rf "$src"
