@@ -199,7 +199,11 @@ install: all
 	install -m 0755 $(ANALYZER) $(DESTDIR)$(PREFIX)/bin/tlsmeter-analyze
 	install -m 0755 scripts/tlsmeter $(DESTDIR)$(PREFIX)/bin/tlsmeter
 	for s in scripts/tlsmeter-*; do install -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/; done
-	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig; fi
+	@# The loader's cache covers the system's library folders only: ldconfig for those (as
+	@# root), never for a private prefix (tlsmeter preloads the library by its path anyway).
+	@case "$(PREFIX)" in /usr | /usr/local) \
+		if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+			ldconfig; fi ;; esac
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so $(DESTDIR)$(PREFIX)/bin/tlsmeter \

@@ -52,6 +52,20 @@ else
     fail "core-scripts record without a trace: ls / said '$notls'; a missing command '$nocmd'"
 fi
 
+# make install into a private prefix never runs the host's ldconfig (a stand-in on PATH
+# notes any call); the wrapper finds the library there.
+mkdir -p "$d/fakebin"
+printf '#!/bin/sh\necho "$@" >>%s/ldconfig.calls\n' "$d" >"$d/fakebin/ldconfig"
+chmod +x "$d/fakebin/ldconfig"
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL PATH="$d/fakebin:$PATH" make -s -C "$TLSM_TOP" \
+    --no-print-directory O="$O" SAN="${TLSM_SAN:-}" install PREFIX="$d/opt" >"$d/install.log" 2>&1 &&
+    [ -f "$d/opt/lib/libtlsmeter.so" ] && [ ! -e "$d/ldconfig.calls" ]; then
+    pass "core-scripts make install PREFIX=private: installed, no ldconfig"
+else
+    fail "core-scripts make install PREFIX=private: $(tail -n 2 "$d/install.log" | tr '\n' ' ')" \
+        "ldconfig calls: $(cat "$d/ldconfig.calls" 2>/dev/null)"
+fi
+
 # An existing LD_PRELOAD stays first; the library is found in an install prefix.
 mkdir -p "$d/prefix/bin" "$d/prefix/lib"
 cp "$W" "$d/prefix/bin/tlsmeter"
