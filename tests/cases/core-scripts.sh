@@ -28,6 +28,14 @@ fi
 check "core-scripts help" bash -c "'$W' --help | grep -q 'tlsmeter record' &&
     '$W' --help | grep -q TLSMETER_OUT"
 check "core-scripts ab usage (no command: exit 2)" bash -c "'$W' ab 2>/dev/null; [ \$? -eq 2 ]"
+# A run that fails is named with its exit status, its stderr file and that file's last line
+# (its table column is all "-").
+aberr=$(cd "$d" && "$W" ab --lib "$lib" -- sh -c 'echo boom >&2; exit 3' 2>&1 >/dev/null)
+if [[ $aberr == *"the native run exited 3 and left 0 trace(s): see "*"native.err (last line: boom)"* ]]; then
+    pass "core-scripts ab: a failed run is named, with its stderr file and last line"
+else
+    fail "core-scripts ab: a failed run: $(echo "$aberr" | tail -n 3 | tr '\n' ' ')"
+fi
 
 # Exit status and a signal death pass through.
 "$W" record --lib "$lib" -o "$d/x.%p.jsonl" -- sh -c 'exit 4' 2>/dev/null
