@@ -132,10 +132,12 @@ $(O)/preload/%.o: preload/%.c $(O)/preload/%.d
 	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Ipreload -fPIC -fvisibility=hidden $(OPENSSL_CFLAGS) \
 		$(UNWIND_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
+# -e: run as a program (it has a PT_INTERP, from preload/run.c), the library prints its version
+# and usage.
 $(PRELOAD): $(PRELOAD_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) -Wl,-z,now -Wl,--no-undefined \
-		-ldl -lpthread
+		-Wl,-e,tlsm_run_main -ldl -lpthread
 
 $(O)/analyzer/%.o: analyzer/%.c $(O)/analyzer/%.d
 	@mkdir -p $(dir $@)

@@ -9,12 +9,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* TLSM_ARCH_LOADER: the dynamic loader's path (the ABI's PT_INTERP), for running the library
+ * itself as a program (preload/run.c). */
 #if defined(__x86_64__)
 #include "arch/x86_64/counter.h"
 #define TLSM_ARCH_R_RELATIVE 8 /* R_X86_64_RELATIVE: base + addend */
+#define TLSM_ARCH_LOADER     "/lib64/ld-linux-x86-64.so.2"
 #elif defined(__aarch64__)
 #include "arch/aarch64/counter.h"
 #define TLSM_ARCH_R_RELATIVE 1027 /* R_AARCH64_RELATIVE */
+#define TLSM_ARCH_LOADER     "/lib/ld-linux-aarch64.so.1"
 #else
 #error "tlsmeter supports x86_64 and aarch64 (preload/arch/)"
 #endif
