@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -125,6 +126,19 @@ static int operands_before_vs(int argc, char **argv)
     return -1;
 }
 
+/* A usage error: one line that says what was wrong (main adds where the help is). Returns -2. */
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("tlsmeter-analyze: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return -2;
+}
+
 /* --require-hw=PCT: the share of decrypted bytes allowed in software, 0 to 100. */
 static int parse_gate(struct env *env, const char *arg)
 {
@@ -137,13 +151,10 @@ static int parse_gate(struct env *env, const char *arg)
         return 0;
     errno = 0;
     v = strtod(arg, &end);
-    if (!*arg || *end || errno || !(v >= 0 && v <= 100)) {
-        fprintf(stderr,
-                "tlsmeter-analyze: --require-hw=%s: PCT must be a number from 0 to 100 (the "
-                "share of the decrypted bytes allowed in software, in percent)\n",
-                arg);
-        return -2;
-    }
+    if (!*arg || *end || errno || !(v >= 0 && v <= 100))
+        return usage_error("--require-hw=%s: PCT must be a number from 0 to 100 (the share of "
+                           "the decrypted bytes allowed in software, in percent)",
+                           arg);
     env->gate.pct = v;
     return 0;
 }
@@ -191,10 +202,14 @@ static int parse_opt(struct env *env, int c)
         return 0;
     case 'w':
         env->by_bytes = !strcmp(optarg, "bytes");
-        return env->by_bytes || !strcmp(optarg, "ns") ? 0 : -1;
+        if (!env->by_bytes && strcmp(optarg, "ns"))
+            return usage_error("--weight takes ns or bytes, not '%s'", optarg);
+        return 0;
     case 'd':
         env->out = !strcmp(optarg, "out");
-        return env->out || !strcmp(optarg, "in") ? 0 : -1;
+        if (!env->out && strcmp(optarg, "in"))
+            return usage_error("--direction takes in or out, not '%s'", optarg);
+        return 0;
     case 'v':
         return 0;
     case 'V':
@@ -203,8 +218,8 @@ static int parse_opt(struct env *env, int c)
     case 'h':
         fputs(usage_text, stdout);
         exit(EXIT_OK);
-    default:
-        return -1;
+    default: /* getopt said what was wrong, under the name parse_args gave it */
+        return -2;
     }
 }
 
@@ -213,20 +228,25 @@ static int split_groups(struct env *env, int nops, char **ops, int before_vs)
     env->files_a = ops;
     env->na = nops;
     if (!env->compare)
-        return before_vs >= 0 ? -1 : 0;
+        return before_vs >= 0 ? usage_error("--vs goes with --compare (it starts group B)") : 0;
     if (before_vs < 0) {
         if (nops != 2)
-            return -1;
+            return usage_error("--compare needs two traces, or groups split by --vs (got %d "
+                               "trace%s)",
+                               nops, nops == 1 ? "" : "s");
         before_vs = 1;
     }
     if (env->flamegraph)
-        return -1;
+        return usage_error("--flamegraph draws one trace or fleet, not a --compare");
     env->na = before_vs;
     env->files_b = ops + before_vs;
     env->nb = nops - before_vs;
     if (!env->na || !env->nb)
-        return -1;
-    return env->output == OUT_TEXT || env->output == OUT_JSON ? 0 : -1;
+        return usage_error("--compare A... --vs B...: %s --vs has no trace",
+                           env->na ? "the group after" : "the group before");
+    if (env->output != OUT_TEXT && env->output != OUT_JSON)
+        return usage_error("--compare writes the text report or --json only");
+    return 0;
 }
 
 /* The gate judges one report: text or --json of one group. */
@@ -249,15 +269,23 @@ static int parse_args(struct env *env, int argc, char **argv)
 {
     int before_vs = operands_before_vs(argc, argv), c, rc;
 
+    argv[0] = (char *)"tlsmeter-analyze"; /* getopt's own messages begin with it */
     while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:d:", long_opts, NULL)) != -1)
         if ((rc = parse_opt(env, c)))
             return rc;
     if (gate_usage(env))
         return -2;
-    if (optind >= argc ||
-        (env->flamegraph && (env->output == OUT_CHROME || env->output == OUT_JSONL)) ||
-        (env->perfetto && (env->output == OUT_CHROME || env->output == OUT_JSONL || env->compare)))
-        return -1;
+    if (optind >= argc)
+        return usage_error("no trace given (a file, or '-' for stdin)");
+    if (env->flamegraph && (env->output == OUT_CHROME || env->output == OUT_JSONL))
+        return usage_error("--flamegraph goes with the text report, --json or --folded, not %s",
+                           env->output == OUT_CHROME ? "--chrome" : "--jsonl");
+    if (env->perfetto && (env->output == OUT_CHROME || env->output == OUT_JSONL || env->compare))
+        return usage_error("--perfetto goes with the text report, --json or --folded of one trace "
+                           "or fleet, not %s",
+                           env->compare                ? "--compare"
+                           : env->output == OUT_CHROME ? "--chrome"
+                                                       : "--jsonl");
     return split_groups(env, argc - optind, argv + optind, before_vs);
 }
 
@@ -509,13 +537,11 @@ int main(int argc, char **argv)
     FILE *out = stdout, *warn;
     int rc;
 
-    if ((rc = parse_args(&env, argc, argv))) {
-        if (rc != -2) /* -2: the error is said already, in one line */
-            fputs(usage_text, stderr);
-        return EXIT_USAGE;
-    }
-    if (env.sysroot && !is_dir(env.sysroot)) {
-        fprintf(stderr, "tlsmeter-analyze: --sysroot %s: not a directory\n", env.sysroot);
+    rc = parse_args(&env, argc, argv);
+    if (!rc && env.sysroot && !is_dir(env.sysroot))
+        rc = usage_error("--sysroot %s: not a directory", env.sysroot);
+    if (rc) { /* said in one line; the whole help would bury it */
+        fputs("Try 'tlsmeter-analyze --help'.\n", stderr);
         return EXIT_USAGE;
     }
     if (env.outfile && !(out = fopen(env.outfile, "w"))) {

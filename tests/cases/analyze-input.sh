@@ -36,6 +36,38 @@ expect_rc help 0 "$A" --help
 grep -q "^  3  no rec or read event" "$d/out" && pass "analyze-input help documents exit codes" ||
     fail "analyze-input help: exit codes not documented"
 
+# A usage error says what was wrong in one line, then where the help is: exit 2, two lines on
+# stderr. These printed the whole 40-line help without naming the mistake (a --compare of one
+# trace, a --weight or --direction value the option does not take, no trace at all, --vs
+# without --compare), so the user had to guess which option was wrong.
+expect_usage() { # NAME WANT ARGS...: WANT is the text after "tlsmeter-analyze: "
+    local name=$1 want=$2 rc
+    shift 2
+    "$A" "$@" >"$d/out" 2>"$d/err"
+    rc=$?
+    if [ "$rc" -eq 2 ] && [ "$(wc -l <"$d/err")" -eq 2 ] && [ ! -s "$d/out" ] &&
+        [ "$(head -n 1 "$d/err")" = "tlsmeter-analyze: $want" ] &&
+        [ "$(tail -n 1 "$d/err")" = "Try 'tlsmeter-analyze --help'." ]; then
+        pass "analyze-input usage error $name: $want"
+    else
+        fail "analyze-input usage error $name: exit $rc, want 2 and '$want': $(head -c 300 "$d/err")"
+    fi
+}
+expect_usage compare-one "--compare needs two traces, or groups split by --vs (got 1 trace)" \
+    --compare "$g/hw.jsonl"
+expect_usage weight "--weight takes ns or bytes, not 'foo'" --weight foo "$g/hw.jsonl"
+expect_usage direction "--direction takes in or out, not 'sideways'" --direction sideways \
+    "$g/hw.jsonl"
+expect_usage no-trace "no trace given (a file, or '-' for stdin)"
+expect_usage vs-alone "--vs goes with --compare (it starts group B)" "$g/hw.jsonl" --vs "$g/hw.jsonl"
+expect_usage vs-empty "--compare A... --vs B...: the group after --vs has no trace" \
+    --compare "$g/hw.jsonl" --vs
+expect_usage compare-folded "--compare writes the text report or --json only" --compare --folded \
+    "$g/hw.jsonl" "$g/soft-table.jsonl"
+expect_usage unknown-option "unrecognized option '--bogus'" --bogus "$g/hw.jsonl"
+expect_usage missing-value "option '--weight' requires an argument" "$g/hw.jsonl" --weight
+expect_usage sysroot "--sysroot $d/none: not a directory" --sysroot "$d/none" "$g/hw.jsonl"
+
 # A malformed line: warning with file, line number and jansson's reason; counted, skipped.
 head -n 20 "$g/soft-table.jsonl" >"$d/bad.jsonl"
 echo '{"ev":"rec","len":16401,,}' >>"$d/bad.jsonl"
