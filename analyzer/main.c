@@ -23,6 +23,7 @@ enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME, OUT_JSONL };
 struct env {
     enum output output;
     bool compare, quiet, by_bytes;
+    bool verbose; /* the text report's every section, histogram and table */
     bool out; /* --direction out: --folded, --flamegraph and --chrome show the encrypting side */
     const char *outfile, *flamegraph, *sysroot, *perfetto;
     struct gate gate; /* --require-hw[=PCT], --allow-unknown, --allow-blind */
@@ -37,7 +38,8 @@ static const char usage_text[] =
     "'-' for stdin) in one pass and reports where the CPU went when TLS data was decrypted\n"
     "and encrypted. Several traces merge into one (fleet) view.\n"
     "\n"
-    "  (default)          text report\n"
+    "  (default)          text report: the answer first, then the details that say something\n"
+    "  -v, --verbose      the text report with every section, histogram and table\n"
     "  -j, --json         one JSON summary object (for scripts and CI gates)\n"
     "  -f, --folded       folded call stacks weighted by crypto ns (flamegraph.pl, speedscope)\n"
     "  -F, --flamegraph SVG  also write an SVG flame graph weighted by crypto ns\n"
@@ -83,7 +85,8 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"version", no_argument, NULL, 'V'},
     {"help", no_argument, NULL, 'h'},
-    {"vs", no_argument, NULL, 'v'},
+    {"vs", no_argument, NULL, 'X'},
+    {"verbose", no_argument, NULL, 'v'},
     {"flamegraph", required_argument, NULL, 'F'},
     {"weight", required_argument, NULL, 'w'},
     {"sysroot", required_argument, NULL, 's'},
@@ -210,7 +213,10 @@ static int parse_opt(struct env *env, int c)
         if (!env->out && strcmp(optarg, "in"))
             return usage_error("--direction takes in or out, not '%s'", optarg);
         return 0;
+    case 'X': /* --vs: counted by operands_before_vs */
+        return 0;
     case 'v':
+        env->verbose = true;
         return 0;
     case 'V':
         printf("tlsmeter-analyze %s (trace formats 1 and 2)\n", TLSM_VERSION);
@@ -270,7 +276,7 @@ static int parse_args(struct env *env, int argc, char **argv)
     int before_vs = operands_before_vs(argc, argv), c, rc;
 
     argv[0] = (char *)"tlsmeter-analyze"; /* getopt's own messages begin with it */
-    while ((c = getopt_long(argc, argv, "jfcCo:qVhF:w:s:P:d:", long_opts, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "jfcCo:qvVhF:w:s:P:d:", long_opts, NULL)) != -1)
         if ((rc = parse_opt(env, c)))
             return rc;
     if (gate_usage(env))
@@ -415,7 +421,7 @@ static int write_single(const struct env *env, struct model *m, FILE *out, FILE 
         if (env->output == OUT_JSON)
             rc |= report_json(out, &s);
         else
-            report_text(out, &s);
+            report_text(out, &s, env->verbose);
     }
     profile__free(&p);
     if (enc) {

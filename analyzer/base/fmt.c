@@ -63,7 +63,7 @@ const char *fmt_ratio(struct fmtbuf *b, double r)
 {
     if (r >= 10)
         snprintf(b->s, sizeof(b->s), "%.0fx", r);
-    else
-        snprintf(b->s, sizeof(b->s), "%.2gx", r);
+    else /* three digits: 65 reads against 64 is 1.02x, not "1x more" */
+        snprintf(b->s, sizeof(b->s), "%.3gx", r);
     return b->s;
 }

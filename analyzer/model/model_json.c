@@ -81,6 +81,7 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
     }
     t->pid = int_get(o, "pid", -1);
     t->start_unix_ns = int_get(o, "start_unix_ns", 0);
+    t->start_cpu_ns = int_get(o, "start_cpu_ns", -1); /* older traces: the whole process */
     t->comm = str_dup(o, "comm");
     t->exe = str_dup(o, "exe");
     t->arch = str_dup(o, "arch");
@@ -237,7 +238,10 @@ int64_t trace__cpu_ns(const struct trace *t)
 {
     int64_t sum;
 
-    return t->cpu_known && !__builtin_add_overflow(t->user_ns, t->sys_ns, &sum) ? sum : -1;
+    /* The CPU of the span the trace covers: the end line's minus what ran before the header. */
+    if (!t->cpu_known || __builtin_add_overflow(t->user_ns, t->sys_ns, &sum))
+        return -1;
+    return t->start_cpu_ns >= 0 && t->start_cpu_ns <= sum ? sum - t->start_cpu_ns : sum;
 }
 
 const struct lib *trace__lib(const struct trace *t, int64_t id)

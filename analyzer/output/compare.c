@@ -7,21 +7,24 @@
 #include <math.h>
 #include <string.h>
 
+/* B against A in words; "" when either is unknown (the cell says why). */
 static const char *change(struct fmtbuf *b, double a, double v)
 {
     double r;
 
-    if (a <= 0 || v < 0)
+    if (a < 0 || v < 0)
         return "";
+    if (a == 0)
+        return v == 0 ? "same" : "none in A";
     r = v / a;
     if (fabs(r - 1) < 0.005)
         return "same";
+    if (r == 0)
+        return "none in B";
     if (r > 1)
         snprintf(b->s, sizeof(b->s), "%s more", fmt_ratio(&(struct fmtbuf){0}, r));
-    else if (r > 0)
-        snprintf(b->s, sizeof(b->s), "%s less", fmt_ratio(&(struct fmtbuf){0}, 1 / r));
     else
-        return "-";
+        snprintf(b->s, sizeof(b->s), "%s less", fmt_ratio(&(struct fmtbuf){0}, 1 / r));
     return b->s;
 }
 
@@ -48,12 +51,29 @@ static void row_num(FILE *out, const char *what, const char *fmt, double a, doub
     line(out, what, x, y, change(&z, a, b));
 }
 
-static void row_pct(FILE *out, const char *what, double a, double b)
+/* Shares below what the cell shows (< 0.01 %) are not compared: a ratio of two figures
+ * nobody can read is noise. unknown: why a share is "-". */
+static void row_pct(FILE *out, const char *what, double a, double b, const char *unknown)
 {
     struct fmtbuf x, y, z;
+    const char *chg = a >= 0 && b >= 0 && a < 1e-4 && b < 1e-4 ? "both negligible"
+                      : a >= 0 && b >= 0                       ? change(&z, a, b)
+                                                               : unknown;
 
-    line(out, what, a >= 0 ? fmt_pct(&x, a) : "-", b >= 0 ? fmt_pct(&y, b) : "-",
-         a >= 0 && b >= 0 ? change(&z, a, b) : "");
+    line(out, what, a >= 0 ? fmt_pct(&x, a) : "-", b >= 0 ? fmt_pct(&y, b) : "-", chg);
+}
+
+/* A bulk median per group, "-" with the reason when fewer than 16 bulk records. */
+static void row_bulk(FILE *out, const struct summary *a, const struct summary *b)
+{
+    char x[32], y[32];
+    struct fmtbuf z;
+    double ma = summary__bulk_median(a, NULL), mb = summary__bulk_median(b, NULL);
+
+    snprintf(x, sizeof(x), ma >= 0 ? "%.3f" : "-", ma);
+    snprintf(y, sizeof(y), mb >= 0 ? "%.3f" : "-", mb);
+    line(out, "bulk ns/B median", x, y,
+         ma >= 0 && mb >= 0 ? change(&z, ma, mb) : "- : fewer than 16 bulk (>= 2 KiB) records");
 }
 
 static void paths(const struct summary *s, char *buf, size_t n)
@@ -67,18 +87,13 @@ static void paths(const struct summary *s, char *buf, size_t n)
                                 model__name(s->m, s->rows[i].path));
 }
 
-/* The bulk median of the cipher with most bulk records (-1: too few): the throughput figure
- * fixed per-record costs do not move. */
 static double bulk_median(const struct summary *s)
 {
-    const struct class_fig *best = NULL;
-    int i;
-
-    for (i = 0; i < s->nciphers; i++)
-        if (!best || s->ciphers[i].fig[SC_BULK].used > best->used)
-            best = &s->ciphers[i].fig[SC_BULK];
-    return best && best->used >= BULK_MIN_RECORDS ? best->median : -1;
+    return summary__bulk_median(s, NULL);
 }
+
+/* Why a CPU figure is "-": the trace has no end line (the process died) or it overflowed. */
+#define CPU_UNKNOWN "- : process CPU unknown (no end line)"
 
 static void ids(FILE *out, const char *tag, const struct summary *s)
 {
@@ -111,8 +126,8 @@ static void compare_encrypt(FILE *out, const struct summary *a, const struct sum
     row_num(out, "records", "%.0f", (double)x->recs, (double)y->recs);
     row_ns(out, "crypto time", (double)a->crypto_ns, (double)b->crypto_ns);
     row_num(out, "crypto ns/B", "%.3f", a->nspb, b->nspb);
-    row_num(out, "bulk ns/B median", "%.3f", bulk_median(a), bulk_median(b));
-    row_pct(out, "crypto share of CPU", a->share_cpu, b->share_cpu);
+    row_bulk(out, a, b);
+    row_pct(out, "crypto share of CPU", a->share_cpu, b->share_cpu, CPU_UNKNOWN);
     line(out, "implementation", impl__name(a->impl), impl__name(b->impl),
          a->impl == b->impl ? "same" : "changed");
     paths(a, pa, sizeof(pa));
@@ -133,15 +148,17 @@ void report_compare_text(FILE *out, const struct summary *a, const struct summar
     row_num(out, "received MiB", "%.1f", (double)x->got / 1048576, (double)y->got / 1048576);
     row_num(out, "throughput MB/s", "%.1f", a->throughput / 1e6, b->throughput / 1e6);
     row_ns(out, "CPU", (double)a->cpu_ns, (double)b->cpu_ns);
+    if (a->cpu_ns < 0 || b->cpu_ns < 0)
+        line(out, "", "", "", CPU_UNKNOWN);
     row_num(out, "reads", "%.0f", (double)x->reads, (double)y->reads);
     row_num(out, "bytes/read p50", "%.0f", (double)hist__pct(&a->m->read_got, 0.5),
             (double)hist__pct(&b->m->read_got, 0.5));
     row_num(out, "records", "%.0f", (double)x->recs, (double)y->recs);
     row_ns(out, "crypto time", (double)a->crypto_ns, (double)b->crypto_ns);
     row_num(out, "crypto ns/B", "%.3f", a->nspb, b->nspb);
-    row_num(out, "bulk ns/B median", "%.3f", bulk_median(a), bulk_median(b));
-    row_pct(out, "crypto share of CPU", a->share_cpu, b->share_cpu);
-    row_pct(out, "crypto share of wall", a->share_wall, b->share_wall);
+    row_bulk(out, a, b);
+    row_pct(out, "crypto share of CPU", a->share_cpu, b->share_cpu, CPU_UNKNOWN);
+    row_pct(out, "crypto share of wall", a->share_wall, b->share_wall, "");
     line(out, "implementation", impl__name(a->impl), impl__name(b->impl),
          a->impl == b->impl ? "same" : "changed");
     paths(a, pa, sizeof(pa));

@@ -8,7 +8,8 @@
 
 #include <stdio.h>
 
-void report_text(FILE *out, const struct summary *s);
+/* verbose: every section, histogram and table, also those that say nothing for this trace. */
+void report_text(FILE *out, const struct summary *s, bool verbose);
 /* Returns 0, or -1 when the output could not be written. */
 int report_json(FILE *out, const struct summary *s);
 json_t *report_json_object(const struct summary *s);
@@ -38,10 +39,14 @@ void perfetto__event(void *ctx, const struct model *m, const struct trace *t, co
 int perfetto__close(struct perfetto *p);
 
 /* Helpers shared by the text outputs. */
+/* The report's first lines: program, CPU shares, each copy's class, the headline verdict. */
+void report_answer(FILE *out, const struct summary *s);
+/* The headline verdict (the decrypting side's first; an upload's sending side's), or NULL. */
+const struct verdict *report_headline(const struct summary *s);
 /* Per connection, per thread and per trace tables (only where there are several). */
 void report_conns(FILE *out, const struct summary *s);
 /* The handshake table (report_hs.c), and its rows of --compare. */
-void report_handshake(FILE *out, const struct summary *s);
+void report_handshake(FILE *out, const struct summary *s, bool verbose);
 void report_compare_hs(FILE *out, const struct summary *a, const struct summary *b);
 json_t *report_compare_hs_json(const struct summary *a, const struct summary *b);
 void text_hist(FILE *out, const struct hist *h, const char *indent);

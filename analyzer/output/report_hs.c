@@ -23,7 +23,7 @@ static void certs_line(FILE *out, const struct hs_summary *h)
     fputc('\n', out);
 }
 
-void report_handshake(FILE *out, const struct summary *s)
+void report_handshake(FILE *out, const struct summary *s, bool verbose)
 {
     const struct hs_summary *h = &s->hs;
     struct fmtbuf a, b, c, d;
@@ -37,7 +37,9 @@ void report_handshake(FILE *out, const struct summary *s)
     if (s->cpu_ns > 0)
         fprintf(out, ", %s of CPU", fmt_pct(&d, (double)h->ns / (double)s->cpu_ns));
     fputc('\n', out);
-    if (!h->parts_conns)
+    /* The parts matter where handshakes cost: several connections, or a tenth of the CPU. */
+    if (!h->parts_conns ||
+        (!verbose && h->conns < 2 && (s->cpu_ns <= 0 || (double)h->ns < 0.1 * (double)s->cpu_ns)))
         return;
     fprintf(out, "  %-14s %8s %12s %12s %8s\n", "part", "calls", "time", "per conn", "share");
     for (k = 0; k <= HP_OTHER; k++) {

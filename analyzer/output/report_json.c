@@ -339,6 +339,10 @@ static void totals(json_t *o, const struct summary *s)
     json_object_set_new(o, "crypto_ns", jint(s->crypto_ns));
     json_object_set_new(o, "crypto_ns_written", jint(s->crypto_ns_raw));
     json_object_set_new(o, "crypto_ns_per_byte", jreal(s->nspb));
+    uint64_t bulk;
+    double med = summary__bulk_median(s, &bulk);
+    json_object_set_new(o, "bulk_records", jint(bulk));
+    json_object_set_new(o, "bulk_ns_per_byte_median", med >= 0 ? jreal(med) : json_null());
     json_object_set_new(o, "cputime", jstr(s->cputime));
     json_object_set_new(o, "cputime_text", jstr(s->cputime_text));
     json_object_set_new(o, "records_switched_out", jint(s->recs_flagged));

@@ -7,36 +7,24 @@
 
 #define U(v) ((unsigned long long)(v))
 
-static void head(FILE *out, const struct summary *s)
+/* Set for one report: every section, histogram and table, also those that say nothing. */
+static bool verbose;
+
+/* What the answer's lines leave out about the process: an exec, bytes past SSL_read. */
+static void process_notes(FILE *out, const struct summary *s)
 {
     const struct model *m = s->m;
     const struct trace *t = &m->traces[0];
-    struct fmtbuf a, b, c;
+    struct fmtbuf a, b;
 
-    if (m->ntraces == 1)
-        fprintf(out, "program      %s (pid %lld) %s, %s, %s\n", trace_name(t), (long long)t->pid,
-                t->exe ? t->exe : "?", t->arch ? t->arch : "?", t->cpu ? t->cpu : "?");
-    else
-        fprintf(out, "programs     %zu traces (durations, CPU and bytes summed)\n", m->ntraces);
     if (m->ntraces == 1 && t->exec)
-        fprintf(out, "             replaced itself with exec of %s: the trace ends there\n",
+        fprintf(out, "exec         replaced itself with exec of %s: the trace ends there\n",
                 t->exec);
-    fprintf(out, "duration     %s, received %s, %s\n", fmt_ns(&a, (double)s->duration_ns),
-            fmt_bytes(&b, m->st.got + s->socket_bytes), fmt_rate(&c, s->throughput));
     if (s->socket_bytes) /* a copy's SSL_read past the hooks: its bytes are in no read */
         fprintf(out,
-                "             %s through SSL_read, %s on the sockets of copies whose "
+                "received     %s through SSL_read, %s on the sockets of copies whose "
                 "SSL_read tlsmeter cannot reach (socket-reads)\n",
                 fmt_bytes(&a, m->st.got), fmt_bytes(&b, s->socket_bytes));
-    if (s->cpu_ns < 0) {
-        fprintf(out, "CPU          unknown (%s)\n",
-                s->cpu_overflow ? "user_ns + sys_ns overflow 64 bits: not a real figure"
-                                : "no end line");
-        return;
-    }
-    fprintf(out, "CPU          %s (%s of one core over the duration)\n",
-            fmt_ns(&a, (double)s->cpu_ns),
-            fmt_pct(&b, s->duration_ns > 0 ? (double)s->cpu_ns / (double)s->duration_ns : 0));
 }
 
 void text_hist(FILE *out, const struct hist *h, const char *indent)
@@ -87,7 +75,8 @@ static void reads(FILE *out, const struct summary *s)
     fprintf(out, "  bytes/%s p50 %llu, p90 %llu, p99 %llu, max %llu; asked p50 %llu\n", call(s),
             U(hist__pct(&m->read_got, 0.5)), U(hist__pct(&m->read_got, 0.9)),
             U(hist__pct(&m->read_got, 0.99)), U(m->read_got.max), U(hist__pct(&m->read_want, 0.5)));
-    text_hist(out, &m->read_got, "    ");
+    if (verbose)
+        text_hist(out, &m->read_got, "    ");
 }
 
 static void records(FILE *out, const struct summary *s)
@@ -105,7 +94,8 @@ static void records(FILE *out, const struct summary *s)
     fprintf(out, "  length p50 %llu, p90 %llu, p99 %llu, max %llu\n",
             U(hist__pct(&m->rec_len, 0.5)), U(hist__pct(&m->rec_len, 0.9)),
             U(hist__pct(&m->rec_len, 0.99)), U(m->rec_len.max));
-    text_hist(out, &m->rec_len, "    ");
+    if (verbose)
+        text_hist(out, &m->rec_len, "    ");
 }
 
 static void crypto_row(FILE *out, const struct summary *s, const struct row *w)
@@ -126,18 +116,23 @@ static void crypto_row(FILE *out, const struct summary *s, const struct row *w)
     }
 }
 
-/* One size class of one cipher: records, how many are in the figures, mean/median/p90. */
+/* One size class of one cipher: records, median and p90 ns/B (and the mean, verbose: over
+ * tiny records it is dominated by a few slow ones and says little). */
 static void class_line(FILE *out, const char *cipher, enum size_class k, const struct class_fig *f)
 {
     if (!f->recs)
         return;
-    fprintf(out, "  %-18s %-7s %8llu %8llu", cipher, size_class__name(k), U(f->recs), U(f->used));
+    fprintf(out, "  %-18s %-7s %8llu", cipher, size_class__name(k), U(f->recs));
     if (f->used)
-        fprintf(out, " %8.2f %8.2f %8.2f", f->mean, f->median, f->p90);
+        fprintf(out, " %8.2f %8.2f", f->median, f->p90);
     else
-        fprintf(out, " %8s %8s %8s", "-", "-", "-");
+        fprintf(out, " %8s %8s", "-", "-");
+    if (verbose && f->used)
+        fprintf(out, " %8.2f", f->mean);
+    else if (verbose)
+        fprintf(out, " %8s", "-");
     if (f->left_out)
-        fprintf(out, "  %llu switched out, left out", U(f->left_out));
+        fprintf(out, "  (%llu preempted, left out)", U(f->left_out));
     fputc('\n', out);
 }
 
@@ -145,9 +140,9 @@ static void classes(FILE *out, const struct summary *s)
 {
     int i, k;
 
-    fprintf(out, "  ns/B per record (crypto_ns / plaintext; tiny < 256 B, small < 2 KiB, bulk):\n");
-    fprintf(out, "  %-18s %-7s %8s %8s %8s %8s %8s\n", "cipher", "size", "records", "in ns/B",
-            "mean", "median", "p90");
+    fprintf(out, "  ns/B per record by size (tiny < 256 B, small < 2 KiB, bulk >= 2 KiB):\n");
+    fprintf(out, "  %-18s %-7s %8s %8s %8s%s\n", "cipher", "size", "records", "median", "p90",
+            verbose ? "     mean" : "");
     for (i = 0; i < s->nciphers; i++)
         for (k = 0; k < SC_N; k++)
             class_line(out, model__name(s->m, s->ciphers[i].cipher), (enum size_class)k,
@@ -185,7 +180,11 @@ static void crypto(FILE *out, const struct summary *s)
         fprintf(out, " x %llu threads", U(s->nthreads_dec));
     if (s->share_cpu >= 0)
         fprintf(out, ", %s%s of CPU", s->cpu_short_ns > 0 ? ">= " : "", fmt_pct(&d, s->share_cpu));
-    fprintf(out, "\n  crypto time: %s\n", s->cputime_text);
+    fputc('\n', out);
+    /* How the time was taken matters when it is not an on-CPU clock, or when records were
+     * preempted and estimated. */
+    if (verbose || s->recs_left_out || strcmp(s->cputime, "perf-clock"))
+        fprintf(out, "  time per record: %s\n", s->cputime_text);
     bounds(out, s);
     fprintf(out, "  %-18s %-7s %8s %10s %10s %7s %11s  %s\n", "cipher", "path", "records", "bytes",
             "time", "ns/B", "rate", "class");
@@ -251,19 +250,24 @@ static void implementation(FILE *out, const struct summary *s)
             fprintf(out, "      evidence: %s\n", r.evidence);
         if (r.check[0])
             fprintf(out, "      check: %s\n", r.check);
-        bucket_classes(out, b);
+        if (verbose || m->nbuckets > 1) /* one bucket: the size table above has its figures */
+            bucket_classes(out, b);
     }
 }
 
-static void verdicts(FILE *out, const struct summary *s)
+/* The verdicts below the headline (all of them, verbose). */
+static void verdicts(FILE *out, const struct summary *s, const struct verdict *top)
 {
-    int i;
+    int i, n = 0;
 
-    fprintf(out, "verdicts\n");
-    if (!s->nv)
-        fprintf(out, "  (none: the trace shows nothing to act on)\n");
     for (i = 0; i < s->nv; i++)
-        fprintf(out, "  * [%s] %s\n", s->v[i].id, s->v[i].text);
+        n += verbose || &s->v[i] != top;
+    if (!n)
+        return;
+    fprintf(out, "%s\n", top && !verbose ? "more verdicts" : "verdicts");
+    for (i = 0; i < s->nv; i++)
+        if (verbose || &s->v[i] != top)
+            fprintf(out, "  * [%s] %s\n", s->v[i].id, s->v[i].text);
 }
 
 /* --require-hw's answer, beside the verdicts it rests on. */
@@ -284,7 +288,9 @@ static void input(FILE *out, const struct summary *s)
     for (i = 0; i < s->m->ntraces && i < 10; i++) {
         const struct trace *t = &s->m->traces[i];
 
-        if (!t->nunfired)
+        /* Hooks a program did not call are a coverage detail, not a finding, unless the
+         * trace saw no TLS at all: then they say which entry points were watched. */
+        if (!t->nunfired || (!verbose && (t->st.reads || t->st.recs)))
             continue;
         fprintf(out, "  %s: hooks that never fired:", t->file);
         for (k = 0; k < t->nunfired; k++)
@@ -293,15 +299,35 @@ static void input(FILE *out, const struct summary *s)
     }
 }
 
+/* The sending side says little when it sealed a few small records (a request, an alert):
+ * one line then, unless a verdict on it is a problem or a blind spot. */
+static bool encryption_small(const struct summary *e)
+{
+    if (verbose || e->share_cpu < 0 || e->share_cpu >= 0.01)
+        return false;
+    for (int i = 0; i < e->nv; i++)
+        if (strcmp(e->v[i].kind, "info") && strcmp(e->v[i].id, "hardware-aes"))
+            return false;
+    return true;
+}
+
 /* The encrypting side (SSL_write* calls and the records sealed for them), beside the
  * decrypting one: the same sections from the same code. */
-static void encryption(FILE *out, const struct summary *e)
+static void encryption(FILE *out, const struct summary *e, const struct verdict *top)
 {
-    struct fmtbuf a, b;
+    struct fmtbuf a, b, c, d;
 
-    fprintf(out, "\nencryption   records this process sealed and sent (rec dir out)\n");
+    if (encryption_small(e)) {
+        fprintf(out,
+                "encryption   %llu records sealed (%s plaintext), %s crypto, %s of CPU, %s "
+                "(--verbose for the details)\n",
+                U(e->m->st.recs), fmt_bytes(&a, e->m->st.rec_ct), fmt_ns(&b, (double)e->crypto_ns),
+                fmt_pct(&c, e->share_cpu), impl__name(e->impl));
+        return;
+    }
+    fprintf(out, "\nencryption   records this process sealed and sent\n");
     fprintf(out, "sent         %s, %s over the duration\n", fmt_bytes(&a, e->m->st.got),
-            fmt_rate(&b, e->throughput));
+            fmt_rate(&d, e->throughput));
     reads(out, e);
     records(out, e);
     crypto(out, e);
@@ -309,24 +335,31 @@ static void encryption(FILE *out, const struct summary *e)
     if (e->prof && e->prof->any_stacks)
         report_callers(out, e->prof);
     report_conns(out, e);
-    verdicts(out, e);
+    verdicts(out, e, top);
 }
 
-void report_text(FILE *out, const struct summary *s)
+void report_text(FILE *out, const struct summary *s, bool all)
 {
-    head(out, s);
+    const struct verdict *top = report_headline(s);
+
+    verbose = all;
+    report_answer(out, s);
+    fputc('\n', out);
+    process_notes(out, s);
     reads(out, s);
     records(out, s);
-    crypto(out, s);
-    implementation(out, s);
+    if (verbose || s->m->st.recs) { /* no record: no crypto figure, no code to name */
+        crypto(out, s);
+        implementation(out, s);
+    }
     report_reach(out, s);
-    if (s->prof)
+    if (s->prof && (verbose || s->prof->any_stacks))
         report_callers(out, s->prof);
     report_conns(out, s);
-    report_handshake(out, s);
-    verdicts(out, s);
+    report_handshake(out, s, verbose);
+    verdicts(out, s, top);
     gate(out, s);
     if (s->enc)
-        encryption(out, s->enc);
+        encryption(out, s->enc, top);
     input(out, s);
 }

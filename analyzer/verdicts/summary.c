@@ -255,3 +255,15 @@ void verdict__evidence(struct verdict *v, const char *key, double val)
         v->nev++;
     }
 }
+
+double summary__bulk_median(const struct summary *s, uint64_t *used)
+{
+    const struct class_fig *best = NULL;
+
+    for (int i = 0; i < s->nciphers; i++)
+        if (!best || s->ciphers[i].fig[SC_BULK].used > best->used)
+            best = &s->ciphers[i].fig[SC_BULK];
+    if (used)
+        *used = best ? best->used : 0;
+    return best && best->used >= BULK_MIN_RECORDS ? best->median : -1;
+}

@@ -69,7 +69,7 @@ struct summary {
     uint64_t nthreads_dec; /* threads that decrypted records, summed over traces */
     uint64_t recs_flagged, recs_left_out;
     char cputime[24];       /* perf-clock, wall, the fallback's name, or mixed */
-    char cputime_text[160]; /* what crypto time is, in words */
+    char cputime_text[256]; /* what crypto time is, in words */
     struct cipher_fig ciphers[MAX_ROWS];
     int nciphers;
     enum impl_class impl;  /* the process's class by bytes (split) */
@@ -100,6 +100,10 @@ void summary__row_part(const struct summary *s, const struct row *w, enum wgroup
 void summary__class_figs_if(const struct model *m, int cipher, int path,
                             bool (*keep)(const struct model *m, const struct bucket *b, void *ctx),
                             void *ctx, struct class_fig fig[SC_N]);
+/* The bulk median ns/B of the cipher with most bulk records, -1 with fewer than
+ * BULK_MIN_RECORDS (*used, if not NULL: its bulk records in the figures): the throughput
+ * figure that fixed per-record costs do not move. */
+double summary__bulk_median(const struct summary *s, uint64_t *used);
 /* The bulk median ns/B of a row's records, or -1 with fewer than BULK_MIN_RECORDS. */
 double row__bulk_median(const struct row *w);
 /* Verdict ids: the schema's list (common/schema.def), the report's names for them. */

@@ -80,25 +80,33 @@ static void cputime_method(struct summary *s)
     }
 }
 
-/* The sentence after "crypto time:" in the report. */
+/* What a record's crypto time is, in words (the report's "time per record" line). */
 static void cputime_text(struct summary *s)
 {
     const struct trace *t = s->m->ntraces == 1 ? &s->m->traces[0] : NULL;
     const char *why = t && t->cputime_why && *t->cputime_why ? t->cputime_why : NULL;
+    const char *how = !strcmp(s->cputime, "perf-switch") ? "the kernel's context-switch counts"
+                      : !strcmp(s->cputime, "rseq")      ? "rseq"
+                                                         : "context-switch checks";
     size_t n;
 
     if (!strcmp(s->cputime, "perf-clock"))
-        snprintf(s->cputime_text, sizeof(s->cputime_text), "on-CPU (perf task clock)");
+        snprintf(s->cputime_text, sizeof(s->cputime_text), "on-CPU time (perf task clock)");
     else if (!strcmp(s->cputime, "wall") && !s->recs_left_out)
-        snprintf(s->cputime_text, sizeof(s->cputime_text), "wall time: not corrected");
+        snprintf(s->cputime_text, sizeof(s->cputime_text), "wall time, not checked for preemption");
     else
         snprintf(s->cputime_text, sizeof(s->cputime_text),
-                 "wall time, switched-out records (%llu of %llu) estimated at their bucket's "
-                 "ns/B and left out of the ns/B figures",
-                 (unsigned long long)s->recs_left_out, (unsigned long long)s->m->st.recs);
+                 "wall time; %llu of %llu records preempted (found by %s)%s",
+                 (unsigned long long)s->recs_left_out, (unsigned long long)s->m->st.recs, how,
+                 s->recs_left_out ? ", estimated at their group's ns/B and left out of the ns/B "
+                                    "figures"
+                                  : "");
     n = strlen(s->cputime_text);
-    if (why)
-        snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n, " [%s: %s]",
+    if (why && !strcmp(why, "no cap_user_time"))
+        snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n,
+                 "; no on-CPU clock: the kernel's perf page lacks cap_user_time");
+    else if (why)
+        snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n, "; %s: %s",
                  t->cputime ? t->cputime : "wall", why);
     else if (strcmp(s->cputime, "perf-clock") && strcmp(s->cputime, "wall"))
         snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n, " [%s]", s->cputime);

@@ -60,6 +60,11 @@ static void unfired(struct summary *s, const struct trace *t)
         const struct lib *l = trace__bucket_lib(&m->traces[b->trace], b, model__name(m, b->path));
         if (l && l->gcm_layout && !strcmp(l->gcm_layout, "unverified"))
             continue;
+        /* Nor are those of a copy reached past the linker (its provider tables or entry
+         * points): its GCM functions are internal, these hooks could never fire there, and
+         * its reach and class evidence already say what its class rests on. */
+        if (l && l->reach && (strstr(l->reach, "table") || strstr(l->reach, "entry")))
+            continue;
         if (&m->traces[b->trace] == t && !b->prov && !strcmp(model__name(m, b->path), "native") &&
             impl__is_aes_gcm(model__name(m, b->cipher)))
             native += b->st.rec_ct;
@@ -162,6 +167,13 @@ static int calls_words(const struct trace *t, char *buf, size_t cap)
     return k;
 }
 
+/* A copy whose SSL_read is unreachable had its socket reads traced: the socket-reads verdict
+ * says where its reads went, records without reads are its records. */
+static bool socket_reads(const struct trace *t)
+{
+    return t->reach && t->reach->ncopies;
+}
+
 /* Objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen). With records
  * decrypted outside any traced read, that is where the reads went; without, the object
  * probably made no TLS connection. */
@@ -185,7 +197,7 @@ static void reads_bypassed(struct summary *s, const struct trace *t)
                              "trace (no record was decrypted outside a traced read, so probably "
                              "none)",
                              t->file, who, k == 1 ? "it" : "they");
-    else if (t->recs_outside_reads >= 4 && !t->st.reads) /* no entry: an older trace */
+    else if (t->recs_outside_reads >= 4 && !t->st.reads && !socket_reads(t)) /* older trace */
         v = summary__verdict(s, V_READS_BYPASSED, "blind",
                              "%s: records without reads: %llu application-data records were "
                              "decrypted outside any SSL_read tlsmeter saw (the caller's SSL_read "

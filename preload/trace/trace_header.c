@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
@@ -40,6 +41,14 @@ void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
     tlsm_json_int(j, "start_unix_ns", (int64_t)h->unix_t0);
     tlsm_json_int(j, "mono_ns", (int64_t)h->mono_t0);
     tlsm_json_int(j, "since_start_ns", (int64_t)h->since_start_ns);
+    /* The process's CPU before the trace opened (start-up, and any image before an exec: CPU
+     * time survives exec): the report's CPU is the end line's minus this, the CPU of the span
+     * the trace covers. */
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        tlsm_json_int(j, "start_cpu_ns",
+                      ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+                          ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000);
     tlsm_json_str(j, "clock", tlsm_clock_name());
     tlsm_json_int(j, "clock_hz", (int64_t)tlsm_clock_hz);
     tlsm_json_int(j, "clock_cost_ns", (int64_t)tlsm_clock_cost_ns());

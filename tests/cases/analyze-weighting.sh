@@ -107,8 +107,8 @@ impl = [l for l in txt.splitlines() if l.startswith("implementation:")][0]
 assert impl.startswith("implementation: table (software for 99.6 % of the bytes"), impl
 assert "in libfoundation.so; hardware for 0.39 %" in impl and impl.endswith("in libcrypto.so.3)"), impl
 assert "    split: software for 99.6 % of the bytes" in txt, "no split under the row"
-first = txt.split("verdicts\n", 1)[1].splitlines()[0]
-assert first.startswith("  * [software-aes] AES-128-GCM decryption is not all in hardware"), first
+first = [l for l in txt.splitlines() if l.startswith("verdict ")][0]
+assert first.startswith("verdict      [software-aes] AES-128-GCM decryption is not all in hardware"), first
 assert "not the bottleneck" not in txt, "a verdict says crypto is not the bottleneck"
 assert "  copy /opt/ota/lib/libfoundation.so (OpenSSL 3.0.22 1 Jul 2026, build id e11be246130a)\n    table: 99.6 % of the bytes" in txt, "no per-copy line"
 print("ok software %.4f of the bytes, headline %s" % (sp["software"]["share_bytes"], ids[0]))
@@ -195,7 +195,8 @@ txt = open(sys.argv[1]).read()
 rep = json.load(open(sys.argv[2]))
 ev = [json.loads(l) for l in open(sys.argv[3])]
 end = [e for e in ev if e["ev"] == "end"][-1]
-cpu = end["user_ns"] + end["sys_ns"]
+hdr = ev[0]
+cpu = end["user_ns"] + end["sys_ns"] - hdr.get("start_cpu_ns", 0)  # the traced span's CPU
 assert [e for e in ev if e["ev"] == "blind" and e["path"].endswith("hidden/libvendor.so")], "no blind event for the vendor copy"
 crypto = rep["crypto_ns"] + rep["handshake"]["ns"]
 v = rep["verdicts"][0]
@@ -207,8 +208,8 @@ sh = v["evidence"]["share_explained"]
 assert 0 < sh < 1 and abs(sh - crypto / cpu) < 1e-4, (sh, crypto, cpu)
 assert not [x for x in rep["verdicts"] if "not the bottleneck" in x["text"]], [x["text"] for x in rep["verdicts"]]
 assert rep["blind_spots"] == 1, rep["blind_spots"]
-first = txt.split("verdicts\n", 1)[1].splitlines()[0]
-assert first.startswith("  * [cpu-unexplained] ") and "of the process's" in first, first
+first = [l for l in txt.splitlines() if l.startswith("verdict ")][0]
+assert first.startswith("verdict      [cpu-unexplained] ") and "of the process's" in first, first
 assert "not the bottleneck" not in txt
 print("ok the trace explains %.2f %% of %d ns" % (sh * 100, cpu))
 PY

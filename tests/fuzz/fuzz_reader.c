@@ -58,7 +58,7 @@ static void outputs(struct model *m)
     profile__build(&p, m, NULL, false, NULL); /* no files opened: frames as module+0xoffset */
     summary__build(&s, m);
     s.prof = &p;
-    report_text(devnull, &s);
+    report_text(devnull, &s, true);
     report_json(devnull, &s);
     report_compare_text(devnull, &s, &s);
     report_folded(devnull, &p, false);

@@ -68,7 +68,8 @@ def figures(path):
             crypto += r["pt"] * m
         else:
             crypto += r["crypto_ns"]
-    cpu = end["user_ns"] + end["sys_ns"]
+    # The CPU of the traced span: the end line's minus the header's CPU at the start.
+    cpu = end["user_ns"] + end["sys_ns"] - max(header.get("start_cpu_ns", 0), 0)
     return {
         "path": path, "method": method, "recs": len(recs), "flagged": len(flagged),
         "end_preempted": end.get("preempted", 0), "out_flagged": out_flagged, "nspb": nspb,
