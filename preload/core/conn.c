@@ -88,6 +88,7 @@ static __attribute__((noinline)) void hs_begin(struct tlsm_conn_scope *sc,
 {
     struct tlsm_thread *th = &tlsm_th;
     sc->hs_parts0 = tlsm_hs_parts_ns(&cs->hs);
+    sc->hs_own0 = th->hs_own_ns;
     sc->hs_cpu0 = tlsm_hs_cpu_now(th);
     th->hs_cur = &cs->hs;
     th->hs_part = TLSM_HS_NONE;
@@ -117,7 +118,9 @@ static void hs_account(struct tlsm_conn_scope *sc)
     sc->hs_on = false;
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_hs *hs = &sc->cs->hs;
-    uint64_t ns = tlsm_hs_cpu_now(th) - sc->hs_cpu0;
+    uint64_t ns = tlsm_hs_cpu_now(th) - sc->hs_cpu0, own = th->hs_own_ns - sc->hs_own0;
+    ns =
+        ns > own ? ns - own : 0; /* the calibration, if it ran in this call, is not the program's */
     hs->ns += ns;
     hs->calls++;
     /* Parts timed by wall (perf-switch, rseq) whose sum exceeds the call's CPU time held

@@ -22,6 +22,7 @@ struct tlsm_conn_scope {
     struct tlsm_hs *prev_hs;
     uint64_t hs_cpu0;
     uint64_t hs_parts0; /* the connection's part time when the call began */
+    uint64_t hs_own0;   /* the thread's hs_own_ns then */
     bool hs_on;
 };
 

@@ -20,6 +20,7 @@ struct part {
     enum tlsm_hs_part p;
     bool thread_clock; /* no switch detector here: the thread CPU clock instead */
     uint64_t t0;
+    uint64_t own0; /* the thread's hs_own_ns at the start: the calibration is not the part's */
     struct tlsm_rsm_mark m;
 };
 
@@ -43,6 +44,7 @@ static inline __attribute__((always_inline)) bool part_begin(struct part *pt, en
      * other programs' time slices unflagged: read the thread CPU clock (a system call per
      * part, only there). */
     pt->thread_clock = th->cpu_kind == TLSM_CPU_WALL || th->cpu_kind == TLSM_CPU_BLIND;
+    pt->own0 = th->hs_own_ns;
     if (pt->thread_clock) {
         pt->t0 = tlsm_hs_cpu_now(th);
         return true;
@@ -67,7 +69,8 @@ static inline __attribute__((always_inline)) void part_end(struct part *pt)
         tlsm_cpu_end(th, pt->t0, &pt->m, &sp);
     }
     th->hs_part = TLSM_HS_NONE;
-    pt->hs->part_ns[pt->p] += sp.cpu_ns;
+    uint64_t own = th->hs_own_ns - pt->own0;
+    pt->hs->part_ns[pt->p] += sp.cpu_ns > own ? sp.cpu_ns - own : 0;
     pt->hs->part_calls[pt->p]++;
     pt->hs->preempt += sp.preempt != 0;
 }

@@ -57,6 +57,9 @@ struct tlsm_thread {
     struct tlsm_hs *hs_cur;
     uint8_t hs_part;
     const void *hs_mac_ctx;
+    /* tlsmeter's own work run inside a handshake (the start-up calibration, in ns of the
+     * handshake's clock): left out of the handshake's time, which is the program's. */
+    uint64_t hs_own_ns;
     /* On-CPU time (cputime.c): the thread's method, set up at its first record (where its
      * clock stood when a record began is the record's, struct tlsm_rsm_mark). */
     uint8_t cpu_kind; /* enum tlsm_cpu_kind */
