@@ -242,6 +242,45 @@ static void nul_line(struct rd *r, const char *p, size_t n, bool complete, const
         rd_piece(r, p, (size_t)(end - p), complete, true);
 }
 
+/* Before the header: a line that is binary data, neither format's start (an executable, a
+ * compressed file). Runs of NUL before it are the mapped writer's zeroed space, and a line
+ * starting with '{' is JSON text even when a NUL cuts it (a header the process's death cut):
+ * those go the usual way. */
+static bool binary_line(const char *p, size_t n)
+{
+    size_t i = 0;
+
+    while (i < n && (!p[i] || p[i] == ' ' || p[i] == '\t' || p[i] == '\r'))
+        i++;
+    if (i == n || p[i] == '{')
+        return false;
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+
+        if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
+            return true;
+    }
+    return false;
+}
+
+/* Said without a line number: a binary file has no lines, and its first "line" may lie
+ * kilobytes in (the NUL runs before it read as padding). */
+static void not_a_trace_binary(struct rd *r)
+{
+    size_t i;
+
+    r->status = RD_NOT_TRACE;
+    if (!r->warn)
+        return;
+    fprintf(r->warn,
+            "%s: not a tlsmeter trace (neither the binary trace format nor JSON Lines: it "
+            "starts with bytes",
+            r->t->file);
+    for (i = 0; i < r->nhead; i++)
+        fprintf(r->warn, " %02x", r->head[i]);
+    fputs(r->nhead == sizeof(r->head) ? " ...)\n" : ")\n", r->warn);
+}
+
 /* The event the scanner read into r->ev. */
 static void model_line(struct rd *r)
 {
@@ -264,6 +303,10 @@ void rd_line(struct rd *r, const char *p, size_t n, bool complete)
     if (r->header_seen && !reader__jsonl && !scan__line(p, n, &r->ev)) {
         r->t->lines++;
         model_line(r);
+        return;
+    }
+    if (!r->header_seen && binary_line(p, n)) {
+        not_a_trace_binary(r);
         return;
     }
     z = memchr(p, 0, n);
@@ -322,6 +365,9 @@ enum read_status reader__buffer(struct model *m, const char *name, const char *b
 {
     struct rd r = {.m = m, .t = model__new_trace(m, name), .warn = warn, .status = RD_OK};
     const char *p = buf, *end = buf + len;
+
+    r.nhead = len < sizeof(r.head) ? len : sizeof(r.head);
+    memcpy(r.head, buf, r.nhead);
 
     if (read2__magic((const unsigned char *)buf, len)) {
         r.status = read2__run(&r, NULL, buf + 8, len - 8, (const unsigned char *)buf, 8);
@@ -405,6 +451,13 @@ static void grow_pipe(FILE *f)
         (void)fcntl(fd, F_SETPIPE_SZ, (int)READER_MAX_LINE);
 }
 
+static bool is_directory(FILE *f)
+{
+    struct stat st;
+
+    return !fstat(fileno(f), &st) && S_ISDIR(st.st_mode);
+}
+
 enum read_status reader__file(struct model *m, const char *path, FILE *warn)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
@@ -415,11 +468,19 @@ enum read_status reader__file(struct model *m, const char *path, FILE *warn)
         fprintf(warn ? warn : stderr, "%s: %s\n", path, strerror(errno));
         return RD_IO;
     }
+    /* A directory opens for reading; only its read fails, which would say "read error". */
+    if (is_directory(f)) {
+        fprintf(warn ? warn : stderr, "%s: is a directory, not a trace file\n", path);
+        fclose(f);
+        return RD_IO;
+    }
     r.t = model__new_trace(m, path);
     grow_pipe(f);
     buf = xmalloc(READER_MAX_LINE);
     /* The first bytes say the format: format 2's magic, or JSON text. */
     size_t head = fread(buf, 1, 8, f);
+    r.nhead = head;
+    memcpy(r.head, buf, head);
     if (read2__magic((unsigned char *)buf, head))
         r.status = read2__run(&r, f, NULL, 0, (unsigned char *)buf, head);
     else

@@ -18,6 +18,8 @@ struct rd {
     bool header_seen;
     enum read_status status;
     struct event ev;
+    unsigned char head[8]; /* the file's first bytes, named when it is no trace at all */
+    size_t nhead;
 };
 
 /* One line (no '\n'; complete false for a cut last line): the header first, then events. */

@@ -68,6 +68,30 @@ expect_usage unknown-option "unrecognized option '--bogus'" --bogus "$g/hw.jsonl
 expect_usage missing-value "option '--weight' requires an argument" "$g/hw.jsonl" --weight
 expect_usage sysroot "--sysroot $d/none: not a directory" --sysroot "$d/none" "$g/hw.jsonl"
 
+# A directory given as a trace said only "read error" (it opens; its read fails): say what it
+# is, exit 1 (a file that could not be read).
+expect_rc directory 1 "$A" "$d"
+if [ "$(cat "$d/err")" = "$d: is a directory, not a trace file" ]; then
+    pass "analyze-input directory named as one"
+else
+    fail "analyze-input directory: $(head -c 300 "$d/err")"
+fi
+# A binary file that is neither format (an executable, a gzip'd trace) was reported at a
+# made-up line ("/bin/ls:31: ... the first line is not JSON": NUL runs read as the mapped
+# writer's padding, the first "line" 31 newlines in). Say so without a line number, with the
+# bytes it starts with.
+gzip -c "$g/hw.jsonl" >"$d/hw.jsonl.gz"
+for bin in "$A:7f 45 4c 46 " "$d/hw.jsonl.gz:1f 8b "; do
+    f=${bin%%:*} want=${bin#*:}
+    expect_rc "binary $(basename "$f")" 4 "$A" "$f"
+    if grep -qF "$f: not a tlsmeter trace (neither the binary trace format nor JSON Lines: it starts with bytes $want" "$d/err" &&
+        ! grep -q ":[0-9][0-9]*: " "$d/err"; then
+        pass "analyze-input binary $(basename "$f"): said with its first bytes, no line number"
+    else
+        fail "analyze-input binary $(basename "$f"): $(head -c 300 "$d/err")"
+    fi
+done
+
 # A malformed line: warning with file, line number and jansson's reason; counted, skipped.
 head -n 20 "$g/soft-table.jsonl" >"$d/bad.jsonl"
 echo '{"ev":"rec","len":16401,,}' >>"$d/bad.jsonl"
