@@ -222,14 +222,74 @@ void rd_print_header(const char *p, size_t n)
     fputc('\n', reader__jsonl);
 }
 
+/* A character cut short by the end of s: a lead byte and fewer continuation bytes than it
+ * announces. */
+static bool cut_char(const char *s, size_t n)
+{
+    unsigned char c = (unsigned char)s[0];
+    size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, i;
+
+    if (c < 0xc2 || c > 0xf4 || n >= want)
+        return false;
+    for (i = 1; i < n; i++)
+        if (((unsigned char)s[i] & 0xc0) != 0x80)
+            return false;
+    return true;
+}
+
+/* Bytes a JSON line holds: the writer escapes every control character and writes UTF-8
+ * (docs/trace-format.md, "Strings"). A piece of a cut line may begin or end inside a
+ * character. */
+static bool json_text(const char *p, size_t n)
+{
+    size_t i = 0, k;
+    uint32_t cp;
+
+    while (i < n && i < 3 && ((unsigned char)p[i] & 0xc0) == 0x80)
+        i++; /* the rest of a character the cut began in */
+    for (; i < n; i += k) {
+        if ((unsigned char)p[i] < 0x20 && p[i] != '\t' && p[i] != '\r')
+            return false;
+        if (!(k = utf8_char(p + i, n - i, &cp)))
+            return cut_char(p + i, n - i);
+    }
+    return true;
+}
+
+/* The pieces between the NUL runs of a line are what the death of a process leaves of its
+ * lines only when each is JSON text, a line's first piece starts with '{' and a whole line's
+ * last piece ends with '}'. Anything else beside NUL bytes is damage, not zeroed space. */
+static bool cut_pieces(const char *p, size_t n, bool complete)
+{
+    const char *end = p + n, *q = p, *z;
+
+    while (q < end) {
+        if (!(z = memchr(q, 0, (size_t)(end - q))))
+            z = end;
+        if (z > q && !blank(q, (size_t)(z - q)) &&
+            (!json_text(q, (size_t)(z - q)) || (q == p && *q != '{') ||
+             (z == end && complete && end[-1] != '}')))
+            return false;
+        for (q = z; q < end && !*q;)
+            q++;
+    }
+    return true;
+}
+
 /* Zeroed space from the mapped writer (the unused end of a thread's chunk; all of it in a
  * killed process): NUL runs are skipped. Text before a run is a line the process's death
  * cut (counted as such); text after the last run is a line of its own, or the tail of a
- * cut one. */
+ * cut one. Other bytes beside a run (garbage after a NUL) are a malformed line. */
 static void nul_line(struct rd *r, const char *p, size_t n, bool complete, const char *z)
 {
     const char *end = p + n;
 
+    if (r->header_seen && !cut_pieces(p, n, complete)) {
+        r->t->lines++;
+        rd_skipped(r, "NUL bytes beside bytes that are no part of a JSON line (not the zeroed "
+                      "space a killed process leaves)");
+        return;
+    }
     while (z) {
         if (z > p && !blank(p, (size_t)(z - p)))
             r->t->lines_cut++;

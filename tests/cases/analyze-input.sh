@@ -106,6 +106,29 @@ else
     fail "analyze-input malformed: $(cat "$d/bad.err") $(grep lines_skipped "$d/bad.json")"
 fi
 
+# Garbage after NUL bytes in a real trace: a malformed line (skipped, counted, warned about).
+# It was dropped unseen, taken for the zeroed space of the mapped writer; only NUL runs alone
+# (line 22), and beside them pieces of JSON lines a death cut (line 23, the tail of a line
+# whose start was never copied), are that.
+{
+    head -n 20 "$g/real-soft.jsonl"
+    printf '\000\377\376 garbage\n'
+    printf '\000\000\000\000\n'
+    printf '\000\000\000,"t":1}\n'
+    sed -n '21,$p' "$g/real-soft.jsonl"
+} >"$d/nul.jsonl"
+"$A" --json "$d/nul.jsonl" >"$d/nul.json" 2>"$d/nul.err"
+"$A" "$d/nul.jsonl" >"$d/nul.txt" 2>/dev/null
+"$A" --json "$g/real-soft.jsonl" >"$d/soft.json" 2>/dev/null
+if grep -q "nul.jsonl:21: skipped: NUL bytes beside bytes that are no part of a JSON line" "$d/nul.err" &&
+    [ "$(grep -c skipped "$d/nul.err")" -eq 1 ] && grep -q '"lines_skipped": 1' "$d/nul.json" &&
+    grep -q '^input .*, 1 skipped' "$d/nul.txt" &&
+    [ "$(grep '"records"' "$d/nul.json" | head -1)" = "$(grep '"records"' "$d/soft.json" | head -1)" ]; then
+    pass "analyze-input garbage after NUL bytes is a skipped line; NUL runs are not"
+else
+    fail "analyze-input garbage after NUL: $(head -c 300 "$d/nul.err") $(grep -E 'lines_skipped|^input' "$d/nul.json" "$d/nul.txt")"
+fi
+
 # A trace cut mid-line (kill -9): reported as truncation, not as a malformed line.
 head -c 20000 "$g/soft-table.jsonl" >"$d/cut.jsonl"
 "$A" --json "$d/cut.jsonl" >"$d/cut.json" 2>"$d/cut.err"
