@@ -195,9 +195,12 @@ demo: deps all
 bench: deps all testprogs
 	$(Q)O=$(abspath $(O)) scripts/bench
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+# tlsmeter-certs' helper program goes to PREFIX/lib/tlsmeter, where the installed script looks
+# (beside its bin/, as the wrapper finds PREFIX/lib/libtlsmeter.so).
+install: all $(O)/tests/certbench
+	install -d $(DESTDIR)$(PREFIX)/lib/tlsmeter $(DESTDIR)$(PREFIX)/bin
 	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so
+	install -m 0755 $(O)/tests/certbench $(DESTDIR)$(PREFIX)/lib/tlsmeter/certbench
 	install -m 0755 $(ANALYZER) $(DESTDIR)$(PREFIX)/bin/tlsmeter-analyze
 	install -m 0755 scripts/tlsmeter $(DESTDIR)$(PREFIX)/bin/tlsmeter
 	for s in scripts/tlsmeter-*; do install -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/; done
@@ -209,7 +212,8 @@ install: all
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so $(DESTDIR)$(PREFIX)/bin/tlsmeter \
-		$(DESTDIR)$(PREFIX)/bin/tlsmeter-*
+		$(DESTDIR)$(PREFIX)/bin/tlsmeter-* $(DESTDIR)$(PREFIX)/lib/tlsmeter/certbench
+	rmdir $(DESTDIR)$(PREFIX)/lib/tlsmeter 2>/dev/null || true
 
 format:
 	clang-format -i $(PRELOAD_SRCS) $(wildcard preload/*/*.h) $(ANALYZER_SRCS) $(wildcard analyzer/*/*.h) tests/progs/*.c \

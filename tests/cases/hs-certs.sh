@@ -69,3 +69,41 @@ assert r["key"] == "rsa2048" and r["connections"] >= 1, r
 assert r["loop_d2i_ns"] > 0 and r["trace_parse_ns"] > 0 and r["loop_verify_ns"] > 0, r
 assert set(j["signatures"]) == {"rsa2048", "ec256"}, j["signatures"]
 PY
+
+# Installed (make install PREFIX=DIR), tlsmeter-certs looked for build/tests/certbench beside
+# DIR and failed: its helper is installed under DIR/lib/tlsmeter and found there. O and
+# CERTBENCH are unset: tests/run's O would point the script at the build tree instead.
+if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$TLSM_TOP" --no-print-directory O="$O" \
+    SAN="${TLSM_SAN:-}" install PREFIX="$d/opt" >"$d/install.log" 2>&1; then
+    env -u O -u CERTBENCH "$d/opt/bin/tlsmeter-certs" --json --certs "$d/certs" \
+        "$d"/asked.trace.*.jsonl >"$d/inst.json" 2>"$d/inst.err"
+    echo "$?" >"$d/inst.rc"
+    check "hs-certs: the installed tlsmeter-certs finds its helper (PREFIX/lib/tlsmeter)" \
+        "$TLSM_PY" - "$d" <<'PY'
+import json, sys
+d = sys.argv[1]
+assert open(d + "/inst.rc").read().strip() == "0", open(d + "/inst.err").read()[-300:]
+(r,) = json.load(open(d + "/inst.json"))["certs"]
+assert r["loop_d2i_ns"] > 0 and r["loop_verify_ns"] > 0, r
+PY
+else
+    fail "hs-certs: make install PREFIX=$d/opt: $(tail -n 2 "$d/install.log" | tr '\n' ' ')"
+fi
+# Nothing to compare (no --certs; traces recorded without TLSMETER_CERTS) printed a table of
+# '-' with exit 0: say so, exit 2, print no table.
+certs_nothing() { # NAME WANT ARGS...
+    local name=$1 want=$2 rc
+    shift 2
+    "$TLSM_TOP/scripts/tlsmeter-certs" "$@" >"$d/none.out" 2>"$d/none.err"
+    rc=$?
+    if [ "$rc" = 2 ] && [ ! -s "$d/none.out" ] &&
+        grep -q "^tlsmeter-certs: no certificates to compare: $want" "$d/none.err"; then
+        pass "hs-certs: tlsmeter-certs $name: no certificates to compare, exit 2"
+    else
+        fail "hs-certs: tlsmeter-certs $name: exit $rc: $(head -c 200 "$d/none.err") $(head -c 200 "$d/none.out")"
+    fi
+}
+certs_nothing "without --certs" "give --certs DIR" "$d"/asked.trace.*.jsonl
+certs_nothing "on traces without saved DER" "the traces name no saved certificate" \
+    --certs "$d/certs" "$d"/default.trace.*.jsonl
+rm -rf "$d"
