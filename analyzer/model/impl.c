@@ -244,21 +244,22 @@ static bool classify_code(const struct trace *t, const struct lib *l, const stru
     }
     if (ai == TLSM_AES_VAES_AVX512)
         snprintf(r->evidence, sizeof(r->evidence),
-                 "impl event %lld: the GCM context names no code (it never enters "
-                 "CRYPTO_gcm128_*); the provider's cipherupdate and its callees hold EVEX "
-                 "vaesenc and vpclmulqdq%s",
+                 "read from the copy's code (impl event %lld): the GCM context names no code "
+                 "(it never enters CRYPTO_gcm128_*); the provider's cipherupdate and its "
+                 "callees hold EVEX vaesenc and vpclmulqdq%s",
                  (long long)e->id,
                  b->impl_other_ct ? "; some records name another implementation" : "");
     else if (ai == TLSM_AES_TABLE_C)
         snprintf(r->evidence, sizeof(r->evidence),
-                 "impl event %lld: the GCM context has no GHASH function pointer and its block "
-                 "is table AES_encrypt: an OpenSSL built without its assembler modules%s",
+                 "read from the copy's code (impl event %lld): the GCM context has no GHASH "
+                 "function pointer and its block is table AES_encrypt: an OpenSSL built "
+                 "without its assembler modules%s",
                  (long long)e->id,
                  b->impl_other_ct ? "; some records name another implementation" : "");
     else
         snprintf(r->evidence, sizeof(r->evidence),
-                 "impl event %lld: the GCM context's functions are %s AES and %s GHASH "
-                 "(identified from their instructions)%s",
+                 "read from the copy's code (impl event %lld): the GCM context's functions are "
+                 "%s AES and %s GHASH, identified from their instructions%s",
                  (long long)e->id, e->aes, e->ghash,
                  b->impl_other_ct ? "; some records name another implementation" : "");
     return true;

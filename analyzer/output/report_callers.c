@@ -39,7 +39,7 @@ void report_callers(FILE *out, const struct profile *p)
     }
     fprintf(out,
             "callers      %llu stacks (TLSMETER_STACKS=%lld); crypto time on a sampled stack "
-            "%s, inherited %s, without %s\n",
+            "%s, on a nearby sampled one (not sampled itself) %s, on none %s\n",
             (unsigned long long)p->nstacks, (long long)p->sampling,
             fmt_pct(&a, share(p, p->ns_sampled)), fmt_pct(&b, share(p, p->ns_inherited)),
             fmt_pct(&c, share(p, p->ns_none)));
