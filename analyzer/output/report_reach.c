@@ -19,10 +19,30 @@ static void callers_text(FILE *out, const struct trace *t)
     }
 }
 
+/* The copy's records, its own and those rerouted to tlsmeter's backend together: the
+ * rerouted ones were its records (their lib names the backend that decrypted them). */
+static void records_text(FILE *out, const struct copy_fig *f)
+{
+    struct fmtbuf a, b;
+    char routed[96] = "";
+
+    if (!f->recs && !f->routed_recs)
+        return;
+    if (f->routed_recs && !f->recs)
+        snprintf(routed, sizeof(routed), ", all rerouted to tlsmeter's backend");
+    else if (f->routed_recs)
+        snprintf(routed, sizeof(routed),
+                 "; %llu of them (%s plaintext) rerouted to tlsmeter's backend", U(f->routed_recs),
+                 fmt_bytes(&a, f->routed_pt));
+    fprintf(out, "    records  %llu (%llu application data), %s plaintext, %s on the wire%s\n",
+            U(f->recs + f->routed_recs), U(f->recs_app + f->routed_app),
+            fmt_bytes(&a, f->pt + f->routed_pt), fmt_bytes(&b, f->wire + f->routed_wire), routed);
+}
+
 static void copy_text(FILE *out, const struct copy_fig *f)
 {
     char words[320];
-    struct fmtbuf a, b, c;
+    struct fmtbuf a, c;
 
     reach__words(f->l->reach, words, sizeof(words));
     fprintf(out, "  lib %lld %s%s%s%s\n", U(f->l->id), f->l->path ? f->l->path : "?",
@@ -30,11 +50,7 @@ static void copy_text(FILE *out, const struct copy_fig *f)
             f->l->version ? ")" : "");
     fprintf(out, "    reach    %s%s%s\n", f->l->reach && *f->l->reach ? f->l->reach : "linker",
             ": ", words);
-    if (f->recs || f->routed_recs)
-        fprintf(out, "    records  %llu (%llu application data), %s plaintext, %s on the wire%s\n",
-                U(f->recs + f->routed_recs), U(f->recs_app), fmt_bytes(&a, f->pt),
-                fmt_bytes(&b, f->wire + f->routed_wire),
-                f->routed_recs ? " (rerouted ones included)" : "");
+    records_text(out, f);
     if (!f->sock)
         return;
     const struct reach_copy *s = f->sock;
@@ -139,6 +155,9 @@ json_t *report_reach_json(const struct summary *s, int *more)
         json_object_set_new(o, "plaintext_bytes", json_integer((json_int_t)f[k].pt));
         json_object_set_new(o, "record_wire_bytes", json_integer((json_int_t)f[k].wire));
         json_object_set_new(o, "records_rerouted", json_integer((json_int_t)f[k].routed_recs));
+        json_object_set_new(o, "records_rerouted_app", json_integer((json_int_t)f[k].routed_app));
+        json_object_set_new(o, "plaintext_bytes_rerouted",
+                            json_integer((json_int_t)f[k].routed_pt));
         json_object_set_new(o, "records_rerouted_wire_bytes",
                             json_integer((json_int_t)f[k].routed_wire));
         json_object_set_new(o, "socket_reads", f[k].sock ? sockets_json(f[k].sock) : json_null());

@@ -53,8 +53,29 @@ static const struct reach_copy *sock_of(const struct trace *t, int64_t lib)
     return NULL;
 }
 
-/* Records per copy from the buckets; rerouted ones (lib: the backend) go to the trace's
- * copy with socket reads when it has exactly one (they are that copy's records). */
+/* Whose records a trace's rerouted ones are. A rerouted record names the backend (its lib),
+ * not the copy whose record it was: the trace's copy with socket reads when it has exactly
+ * one (its SSL_read is past the hooks: those records came from its sockets), else its only
+ * copy holding crypto code (a program with one OpenSSL). With several, the trace does not
+ * say: NULL. */
+static struct copy_fig *routed_owner(struct copy_fig *f, int n, const struct trace *t)
+{
+    struct copy_fig *sock = NULL, *crypto = NULL;
+    int socks = 0, cryptos = 0;
+
+    for (int k = 0; k < n; k++) {
+        if (f[k].t != t)
+            continue;
+        if (f[k].sock)
+            socks++, sock = &f[k];
+        if (f[k].l->has_crypto)
+            cryptos++, crypto = &f[k];
+    }
+    return socks == 1 ? sock : !socks && cryptos == 1 ? crypto : NULL;
+}
+
+/* Records per copy from the buckets: its own (lib: the copy), and rerouted ones (lib: the
+ * backend) credited to routed_owner's copy. */
 static void records_of(const struct summary *s, struct copy_fig *f, int n)
 {
     const struct model *m = s->m;
@@ -62,22 +83,21 @@ static void records_of(const struct summary *s, struct copy_fig *f, int n)
     for (size_t i = 0; i < m->nbuckets; i++) {
         const struct bucket *b = &m->buckets[i];
         const struct trace *t = &m->traces[b->trace];
-        bool native = !strcmp(model__name(m, b->path), "native");
-        struct copy_fig *sole = NULL;
-        int socks = 0;
-        for (int k = 0; k < n; k++) {
-            if (f[k].t != t)
-                continue;
-            if (f[k].sock)
-                socks++, sole = &f[k];
-            if (native && f[k].l->id == b->lib) {
-                f[k].recs += b->st.recs, f[k].recs_app += b->st.recs_app, f[k].pt += b->st.rec_pt;
-                f[k].wire += b->st.rec_len + 5 * b->st.recs;
+        struct copy_fig *c = NULL;
+
+        if (strcmp(model__name(m, b->path), "native")) {
+            if ((c = routed_owner(f, n, t))) {
+                c->routed_recs += b->st.recs, c->routed_app += b->st.recs_app;
+                c->routed_pt += b->st.rec_pt, c->routed_wire += b->st.rec_len + 5 * b->st.recs;
             }
+            continue;
         }
-        if (!native && socks == 1) {
-            sole->routed_recs += b->st.recs;
-            sole->routed_wire += b->st.rec_len + 5 * b->st.recs;
+        for (int k = 0; k < n && !c; k++)
+            if (f[k].t == t && f[k].l->id == b->lib)
+                c = &f[k];
+        if (c) {
+            c->recs += b->st.recs, c->recs_app += b->st.recs_app, c->pt += b->st.rec_pt;
+            c->wire += b->st.rec_len + 5 * b->st.recs;
         }
     }
 }

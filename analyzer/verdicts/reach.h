@@ -14,12 +14,14 @@
 
 struct copy_fig {
     const struct trace *t;
-    const struct lib *l;               /* the copy's lib event */
-    const struct reach_copy *sock;     /* its socket reads, or NULL */
-    uint64_t recs, recs_app, pt;       /* records it decrypted (dir in), their plaintext */
-    uint64_t wire;                     /* their bytes on the wire: len + the 5-byte header */
-    uint64_t routed_recs, routed_wire; /* records of its socket reads rerouted to a backend */
-    uint64_t unseen;                   /* socket bytes no record covers (0 without socket reads) */
+    const struct lib *l;           /* the copy's lib event */
+    const struct reach_copy *sock; /* its socket reads, or NULL */
+    uint64_t recs, recs_app, pt;   /* records it decrypted (dir in), their plaintext */
+    uint64_t wire;                 /* their bytes on the wire: len + the 5-byte header */
+    /* its records rerouted to a backend (TLSMETER_CRYPTO=hw|soft), reach.c says which: how
+     * many, application data, plaintext, wire bytes */
+    uint64_t routed_recs, routed_app, routed_pt, routed_wire;
+    uint64_t unseen; /* socket bytes no record covers (0 without socket reads) */
 };
 
 /* The app copies of every trace of s (backends left out), the first max of them; returns

@@ -8,9 +8,12 @@
 #   without flipping (--nth 0), TLS 1.3 and 1.2, natively and with TLSMETER_CRYPTO=hw: the
 #   --json copy's socket bytes equal the bytes the relay passed to the client, its records
 #   (rerouted ones included) the relay's encrypted records and their bytes on the wire, the
-#   rest exactly the relay's records in clear; its plaintext is the body vclient counted plus
-#   less than 4 KiB (HTTP head, handshake messages, tickets); a socket-reads verdict naming the
-#   copy, no bytes-unseen; the text report's section names the copy and "table+plt".
+#   rest exactly the relay's records in clear; its plaintext (with hw, that of its records the
+#   backend decrypted, said so in the text) is the body vclient counted plus less than 4 KiB
+#   (HTTP head, handshake messages, tickets); a socket-reads verdict naming the copy, no
+#   bytes-unseen; the text report's section names the copy and "table+plt".
+# - a curl download rerouted to the hw backend (tests/golden/real-ab-hw.jsonl): its one copy
+#   with crypto code has the rerouted records and their plaintext.
 # - the same in summary mode (TLSMETER_EVENTS=summary): no sockread line per read, the copy's
 #   socket reads summed per snapshot, the same equalities.
 # - the same trace with every second application-data record removed (records tlsmeter did
@@ -102,9 +105,15 @@ wire = c["record_wire_bytes"] + c["records_rerouted_wire_bytes"]
 assert recs == r_enc, "records %d, the relay passed %d encrypted ones" % (recs, r_enc)
 assert wire == r_enc_bytes, "record wire bytes %d, the relay's encrypted records %d" % (wire, r_enc_bytes)
 assert c["unseen_bytes"] == r_bytes - r_enc_bytes, (c["unseen_bytes"], r_bytes - r_enc_bytes)
-pt = c["plaintext_bytes"]
-if not c["records_rerouted"]:
-    assert body <= pt < body + 4096, "plaintext %d, vclient's body %d" % (pt, body)
+# Under TLSMETER_CRYPTO=hw the copy's records are rerouted (their lib is the backend's): they
+# are still this copy's, with their plaintext. The copy was credited "0 B plaintext" before.
+pt = c["plaintext_bytes"] + c["plaintext_bytes_rerouted"]
+assert body <= pt < body + 4096, "plaintext %d (%d rerouted), vclient's body %d" % (
+    pt, c["plaintext_bytes_rerouted"], body)
+line = txt.split("stripall/libvendor.so", 1)[1].split("\n    records  ", 1)[1].split("\n")[0]
+if c["records_rerouted"]:
+    assert c["records"] == 0 and c["records_rerouted_app"] > 0, c
+    assert line.endswith(", all rerouted to tlsmeter's backend") and " 0 B plaintext" not in line, line
 ids = [v["id"] for v in rep["verdicts"]]
 sr = [v for v in rep["verdicts"] if v["id"] == "socket-reads"]
 assert sr and "stripall/libvendor.so" in sr[0]["text"], ids
@@ -197,6 +206,23 @@ PY
     tls_stop_pid "$PROXY_PID"
     tls_server_stop
 done
+
+# A real curl download under TLSMETER_CRYPTO=hw (the golden real-ab-hw.jsonl): no socket reads,
+# one copy with crypto code (the system libcrypto): the rerouted records are its records, with
+# their plaintext, in --json and in the text of the copies.
+"$A" --json "$TLSM_TOP/tests/golden/real-ab-hw.jsonl" >"$d/abhw.json" 2>/dev/null
+tls_check "analyze-reach: a curl download rerouted to the hw backend: its libcrypto copy has the records and their plaintext" \
+    "$TLSM_PY" - "$d/abhw.json" "$TLSM_TOP/tests/golden/real-ab-hw.jsonl" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+recs = [e for e in map(json.loads, open(sys.argv[2])) if e["ev"] == "rec" and e.get("dir", "in") == "in"]
+assert recs and all(e["path"] == "hw" for e in recs), "the golden trace is no longer all rerouted"
+(c,) = [x for x in rep["copies"] if x["path"].endswith("/libcrypto.so.3")]
+assert c["records_rerouted"] == len(recs), (c["records_rerouted"], len(recs))
+assert c["plaintext_bytes_rerouted"] == sum(e["pt"] for e in recs), c
+assert c["records_rerouted_app"] == sum(e["type"] == 23 for e in recs), c
+print("ok %d records, %d B plaintext" % (c["records_rerouted"], c["plaintext_bytes_rerouted"]))
+PY
 
 # The RTLD_DEEPBIND plugin: callers whose GOT slots were rewritten, under their copy.
 if [[ ${TLSM_SAN:-} == *address* ]]; then
