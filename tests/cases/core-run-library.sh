@@ -35,7 +35,8 @@ fi
 
 # Preloaded, it is the library it was: the constructor runs (TLSMETER_HELP prints the table).
 # (openssl: the one program an aarch64 sysroot has for qemu to run.)
-run_target TLSMETER_HELP=1 LD_PRELOAD="$lib" openssl version >"$d/pre.out" 2>"$d/pre.err"
+# (TLSM_PRELOAD: under SAN the sanitizer runtimes come first, as ASan requires.)
+run_target TLSMETER_HELP=1 LD_PRELOAD="${TLSM_PRELOAD:-$lib}" openssl version >"$d/pre.out" 2>"$d/pre.err"
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q 'tlsmeter settings' "$d/pre.err" && grep -q '^OpenSSL' "$d/pre.out"; then
     pass "core-run-library preloaded as before"
