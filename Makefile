@@ -235,6 +235,7 @@ help:
 	@echo "  fuzz      fuzz the trace reader for FUZZ_TIME seconds (default 60; needs clang)"
 	@echo "  aarch64   arm64 sysroot (Debian packages, cached) and cross build into \$$(O)/aarch64"
 	@echo "  check-aarch64   the suite cross-built, run under qemu-aarch64-static"
+	@echo "  check-arm64vm   the cases that need a real arm64 kernel, in Debian 12's arm64 kernel (qemu-system)"
 	@echo "  dist      \$$(O)/dist/{x86_64,aarch64}/libtlsmeter.so for glibc >= 2.28 (Debian 11 sysroot)"
 	@echo "  format    clang-format the C sources"
 	@echo "  clean     remove $(O)"
@@ -246,6 +247,7 @@ help:
 	@echo "  CROSS_COMPILE=aarch64-linux-gnu- SYSROOT=DIR   cross build"
 	@echo "  PREFIX=/usr/local DESTDIR=   install location"
 -include mk/aarch64.mk
+-include mk/arm64vm.mk
 -include mk/dist.mk
 
 # Header dependencies written by the compiles above. Each output also depends on its .d: a

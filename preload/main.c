@@ -5,6 +5,7 @@
 #include "base/clock.h"
 #include "trace/config.h"
 #include "trace/cputime.h"
+#include "trace/cputime_check.h"
 #include "core/conn.h"
 #include "hooks/hook.h"
 #include "hooks/reach.h"
@@ -164,6 +165,7 @@ static size_t end_line(char *buf, size_t cap)
     tlsm_json_obj(&j, "overhead_ns");
     tlsm_json_int(&j, "clock", (int64_t)tlsm_clock_cost_ns());
     tlsm_json_obj_end(&j);
+    tlsm_cpu_check_write(&j);
     tlsm_reroute_write(&j);
     if (tlsm_trace_is_quiet())
         tlsm_json_str(&j, "quiet", tlsm_trace_quiet_reason());

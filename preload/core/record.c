@@ -6,6 +6,7 @@
 #include "trace/config.h"
 #include "core/conn.h"
 #include "trace/cputime.h"
+#include "trace/cputime_check.h"
 #include "core/impl.h"
 #include "core/prov.h"
 #include "base/json.h"
@@ -183,6 +184,8 @@ static void rec_begin(void *arg, struct tlsm_rsm_ctx *c)
         tlsm_cpu_thread_setup(th); /* the thread's first record: not part of its time */
         c->t0 = tlsm_now();
     }
+    if (__builtin_expect(tlsm_cfg.cputime_check, 0))
+        c->chk_t0 = tlsm_cpu_check_now();
     tlsm_cpu_begin(th, &c->mark); /* last: the record's clock starts here */
 }
 
@@ -201,6 +204,8 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     struct tlsm_rec_state *st = state_of(c);
     struct tlsm_cpu_span sp;
     tlsm_cpu_end(th, c->t0, &c->mark, &sp);
+    if (__builtin_expect(tlsm_cfg.cputime_check, 0))
+        tlsm_cpu_check_add(sp.cpu_ns, tlsm_cpu_check_now() - c->chk_t0, sp.preempt > 0);
     if (sp.preempt)
         tlsm_cpu_count_preempted();
     uint32_t conn = th->conn ? th->conn : st->conn;

@@ -68,6 +68,10 @@ static const struct opt opts[] = {
      "tests only: damage the backend's output of verified records (the native result is "
      "delivered), to prove TLSMETER_VERIFY catches a wrong backend",
      &tlsm_cfg.test_corrupt},
+    {"TLSMETER_CPUTIME_CHECK", OPT_BOOL, "0",
+     "tests only: also read the thread CPU clock around every record and write the sums in "
+     "the end line (two system calls a record)",
+     &tlsm_cfg.cputime_check},
     {"TLSMETER_CPUTIME", OPT_CHOICE, "auto",
      "how crypto_ns is measured: auto (perf task-clock page, else rseq switch detection, else "
      "wall), perf, rseq, wall",

@@ -20,7 +20,8 @@ struct tlsm_config {
     bool quiet;
     bool help;
     bool calibrate;
-    bool patch; /* reach copies that bind past the hooks (GOT slots, tables, entries) */
+    bool cputime_check; /* TLSMETER_CPUTIME_CHECK (cputime_check.h) */
+    bool patch;         /* reach copies that bind past the hooks (GOT slots, tables, entries) */
     enum tlsm_crypto_mode crypto;
     unsigned verify; /* every Nth rerouted record decrypted both ways; 0 = off */
     unsigned stacks; /* one stack every N events per call site; 0 = off */

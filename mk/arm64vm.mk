@@ -1,0 +1,22 @@
+# mk/arm64vm.mk: `make check-arm64vm`, the cases that need a real arm64 kernel (on-CPU
+# clocks, kTLS, signals and fork, the ARMv8 crypto path natively) run inside Debian 12's own
+# arm64 kernel under qemu-system-aarch64 (scripts/arm64vm; docs/aarch64.md). Included by the
+# top Makefile. The broad suite stays with make check-aarch64 (qemu-user): it is fast.
+
+ARM64VM_TOOLS := qemu-system-arm cpio
+# Two boots: two vCPUs for everything, then one vCPU (a single-core board) for the cases
+# whose subject is the scheduler: on-CPU time and death by signal. Sizes fit TCG (every
+# instruction emulated).
+ARM64VM_CASES ?= core-run-library aarch64-impl aarch64-tamper reroute-masked core-fork \
+	trace-death cputime-agree $(notdir $(basename $(wildcard tests/cases/vm-*.sh)))
+ARM64VM_CASES_1CPU ?= cputime-agree trace-death
+ARM64VM_ENV ?= TLSM_CPUTIME_PIN=1
+
+.PHONY: check-arm64vm
+
+check-arm64vm: aarch64
+	$(Q)scripts/install-deps --extra "$(ARM64VM_TOOLS)"
+	$(Q)t0=$$(date +%s); O=$(abspath $(O)) scripts/arm64vm $(foreach e,$(ARM64VM_ENV),--env $(e)) \
+		$(ARM64VM_CASES); rc=$$?; \
+	O=$(abspath $(O)) scripts/arm64vm --smp 1 $(ARM64VM_CASES_1CPU) || rc=1; \
+	echo "check-arm64vm: $$(($$(date +%s) - t0)) s (two boots: -smp 2, then -smp 1)"; exit $$rc
