@@ -90,14 +90,16 @@ struct prov_ev {
 };
 
 /* One object holding OpenSSL TLS code tlsmeter could not see (what "tls"), or one
- * instance whose connections received with kernel TLS (what "ktls", one per instance). */
+ * instance whose connections received or sent with kernel TLS (what "ktls", one per
+ * instance). */
 struct blind {
     char *path, *version, *what;
     char *build_id;   /* blind.build_id, NULL if absent */
     char *unknown;    /* first reason name this analyzer does not know, NULL if none */
     unsigned reasons; /* bit per enum blind_reason */
     int64_t record_relocs, got_tlsmeter, got_elsewhere; /* -1: not in the trace */
-    int64_t conns;                                      /* ktls: connections seen */
+    int64_t conns;      /* ktls: connections that received with kTLS */
+    int64_t send_conns; /* ktls: connections that sent with kTLS */
     /* what "calls": the hooked functions bound past tlsmeter, into which object, how the
      * object was loaded ("deepbind", "namespace") and which object needs it. */
     char *fns, *bound_to, *scope, *needed_by;

@@ -1,6 +1,6 @@
 /* model_blind.c: blind spots a trace declares (blind events, end.blind): objects holding
- * OpenSSL TLS code the hooks never saw, connections whose records the kernel decrypted
- * (kTLS), objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND) and other TLS
+ * OpenSSL TLS code the hooks never saw, connections whose records the kernel decrypted or
+ * encrypted (kTLS), objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND) and other TLS
  * libraries in use (GnuTLS, NSS, ...). Kept per trace, merged by (what, path), so the report can
  * say why a zero is not "no TLS here". */
 #include "model/model.h"
@@ -29,6 +29,7 @@ static const char *const reason_text[BR_N] = {
                            "link-map namespace)",
     [BR_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3 or 1.1.1) does TLS in this process: "
                          "tlsmeter measures OpenSSL only",
+    [BR_KTLS_SEND] = "kernel TLS send (kTLS): the kernel encrypts the records, no EVP call is made",
 };
 
 const char *blind_reason__name(enum blind_reason r)
@@ -169,7 +170,13 @@ int model__blind(struct model *m, struct trace *t, json_t *o, char *err, size_t 
     add_reasons(b, reasons);
     add_detail(b, o);
     if (!strcmp(b->what, "ktls")) {
-        b->conns += 1; /* one event per connection */
+        const char *dir = json_string_value(json_object_get(o, "dir"));
+
+        /* one event per connection and direction; "in" when older traces say none */
+        if (dir && !strcmp(dir, "out"))
+            b->send_conns += 1;
+        else
+            b->conns += 1;
         return 0;
     }
     b->record_relocs = get_int(o, "record_relocs");
@@ -197,8 +204,10 @@ void model__end_blind(struct trace *t, json_t *arr)
             continue; /* its blind event(s) said it all */
         add_reasons(b, json_object_get(o, "reasons"));
         add_detail(b, o);
-        if (!strcmp(b->what, "ktls"))
+        if (!strcmp(b->what, "ktls")) {
             b->conns = get_int(o, "conns");
+            b->send_conns = get_int(o, "send_conns") > 0 ? get_int(o, "send_conns") : 0;
+        }
     }
 }
 

@@ -205,9 +205,10 @@ static json_t *blind_obj(const struct trace *t, const struct blind *b)
                              : !strcmp(b->what, "calls")     ? "reads-bypassed"
                              : !strcmp(b->what, "other_tls") ? "other-tls"
                                                              : "blind-copy"));
-    if (!strcmp(b->what, "ktls"))
+    if (!strcmp(b->what, "ktls")) {
         json_object_set_new(o, "conns", json_integer(b->conns));
-    else if (!strcmp(b->what, "calls")) {
+        json_object_set_new(o, "send_conns", json_integer(b->send_conns));
+    } else if (!strcmp(b->what, "calls")) {
         json_object_set_new(o, "fns", jstr(b->fns));
         json_object_set_new(o, "bound_to", jstr(b->bound_to));
         json_object_set_new(o, "scope", jstr(b->scope));

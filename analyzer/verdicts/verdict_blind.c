@@ -118,20 +118,41 @@ static void blind_copy(struct summary *s, const struct trace *t, const struct bl
     verdict__evidence(v, "reasons", (double)b->reasons);
 }
 
-static void ktls(struct summary *s, const struct trace *t, const struct blind *b)
+/* Connections whose records the kernel decrypted (out: encrypted): the kTLS work is the
+ * process's system CPU time, which no record event can show. */
+static void ktls(struct summary *s, const struct trace *t, const struct blind *b, bool out)
 {
+    int64_t n = out ? b->send_conns : b->conns;
     struct verdict *v;
 
-    v = summary__verdict(
-        s, V_KTLS, "blind",
-        "%s: %lld connection%s of %s (%s) received with kernel TLS (kTLS): the "
-        "kernel decrypted their records, no EVP call reached tlsmeter; their "
-        "reads are in the trace, their crypto cost is in the process's system "
-        "CPU time: the crypto figures above (and any verdict on them) cover "
-        "only the records libssl decrypted itself (%llu)",
-        t->file, (long long)b->conns, b->conns == 1 ? "" : "s", b->path ? b->path : "?",
-        b->version && *b->version ? b->version : "OpenSSL", (unsigned long long)t->st.recs);
-    verdict__evidence(v, "conns", (double)b->conns);
+    if (n <= 0)
+        return;
+    v = summary__verdict(s, V_KTLS, "blind",
+                         "%s: %lld connection%s of %s (%s) %s with kernel TLS (kTLS): %s moved "
+                         "into the kernel (no EVP call reached tlsmeter); its cost is the "
+                         "process's system CPU time, not in this trace. Their %s are in it; the "
+                         "crypto figures above (and any verdict on them) cover only the records "
+                         "libssl %s itself (%llu)",
+                         t->file, (long long)n, n == 1 ? "" : "s", b->path ? b->path : "?",
+                         b->version && *b->version ? b->version : "OpenSSL",
+                         out ? "sent" : "received", out ? "encryption" : "decryption",
+                         out ? "writes" : "reads", out ? "sealed" : "decrypted",
+                         (unsigned long long)t->st.recs);
+    verdict__evidence(v, "conns", (double)n);
+}
+
+/* Instances with kTLS connections in the direction out (receive when false). */
+static int ktls_libs(const struct model *m, bool out)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < m->ntraces; i++)
+        for (int k = 0; k < m->traces[i].nblind; k++) {
+            const struct blind *b = &m->traces[i].blind[k];
+
+            n += !strcmp(b->what, "ktls") && (out ? b->send_conns : b->conns) > 0;
+        }
+    return n;
 }
 
 static const char *base_name(const char *p)
@@ -308,7 +329,7 @@ static void per_trace(struct summary *s, const struct trace *t)
 
     for (i = 0; i < t->nblind; i++) {
         if (!strcmp(t->blind[i].what, "ktls"))
-            ktls(s, t, &t->blind[i]);
+            ktls(s, t, &t->blind[i], false);
         else if (!strcmp(t->blind[i].what, "other_tls"))
             other_tls(s, t, &t->blind[i]);
         else if (strcmp(t->blind[i].what, "calls"))
@@ -370,7 +391,7 @@ static bool cut_short(const struct model *m)
 static void invisible_crypto(struct summary *s)
 {
     const struct stats *st = &s->m->st;
-    int copies = model__blind_count(s->m, "tls"), ktls_libs = model__blind_count(s->m, "ktls");
+    int copies = model__blind_count(s->m, "tls"), ktls_in = ktls_libs(s->m, false);
     int others = model__blind_count(s->m, "other_tls");
     struct verdict *v;
     struct fmtbuf a;
@@ -399,10 +420,10 @@ static void invisible_crypto(struct summary *s)
                          "reads returned %s but no record decryption was seen: %s; the crypto "
                          "cost is invisible here (hooks that never fired are listed under input)",
                          fmt_bytes(&a, st->got),
-                         ktls_libs ? "kernel TLS decrypted them (ktls)"
-                         : copies  ? "the copy tlsmeter cannot see decrypted them (blind-copy)"
-                                   : "kTLS, a statically linked or -Bsymbolic OpenSSL, or "
-                                     "hidden symbols");
+                         ktls_in  ? "kernel TLS decrypted them (ktls)"
+                         : copies ? "the copy tlsmeter cannot see decrypted them (blind-copy)"
+                                  : "kTLS, a statically linked or -Bsymbolic OpenSSL, or "
+                                    "hidden symbols");
     if (st->tag_fail)
         summary__verdict(s, V_TAG_FAILURES, "blind",
                          "%llu record%s failed authentication (bad record MAC)",
@@ -463,10 +484,14 @@ void verdicts_blind(struct summary *s)
 void verdicts_blind_out(struct summary *s)
 {
     const struct stats *st = &s->m->st;
-    int copies = model__blind_count(s->m, "tls");
+    int copies = model__blind_count(s->m, "tls"), ktls_out = ktls_libs(s->m, true);
     struct fmtbuf a, b;
     struct verdict *v;
 
+    for (size_t i = 0; i < s->m->ntraces; i++)
+        for (int k = 0; k < s->m->traces[i].nblind; k++)
+            if (!strcmp(s->m->traces[i].blind[k].what, "ktls"))
+                ktls(s, &s->m->traces[i], &s->m->traces[i].blind[k], true);
     s->unsealed = st->got > st->rec_pt ? st->got - st->rec_pt : 0;
     if (st->got && !st->recs_app) {
         v = summary__verdict(
@@ -474,10 +499,11 @@ void verdicts_blind_out(struct summary *s)
             "writes sent %s but no record encryption was seen: %s; the crypto cost of sending "
             "is invisible here, so no verdict is given on it",
             fmt_bytes(&a, st->got),
-            copies ? "the copy tlsmeter cannot see sealed them (blind-copy)"
-                   : "kernel TLS sending, a cipher tlsmeter does not follow (CBC, CCM), or an "
-                     "OpenSSL copy whose encryption the hooks do not reach (statically linked, "
-                     "-Bsymbolic, hidden symbols)");
+            ktls_out ? "kernel TLS encrypted them (ktls)"
+            : copies ? "the copy tlsmeter cannot see sealed them (blind-copy)"
+                     : "kernel TLS sending, a cipher tlsmeter does not follow (CBC, CCM), or an "
+                       "OpenSSL copy whose encryption the hooks do not reach (statically linked, "
+                       "-Bsymbolic, hidden symbols)");
     } else if (s->unsealed > UNSEALED_MIN && s->unsealed * 100 > st->got) {
         v = summary__verdict(s, V_NO_RECORDS, "blind",
                              "%s of the %s sent through SSL_write are in no record tlsmeter saw "

@@ -29,8 +29,8 @@ struct tlsm_conn_state {
     struct {
         uint64_t calls, bytes, recs, crypto_ns, preempt;
     } tot[2];
-    bool ktls_asked;   /* kTLS receive probed once (blind.c) */
-    struct tlsm_hs hs; /* the handshake's parts */
+    bool ktls_asked[2]; /* kTLS probed once per direction (blind.c) */
+    struct tlsm_hs hs;  /* the handshake's parts */
 };
 
 static struct tlsm_table conns;
@@ -433,11 +433,11 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
         cs->tot[dir].preempt += io->preempt;
         if (!cs->opened) /* the call only while the handshake is not seen complete */
             tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
-        /* bytes, yet this read decrypted no record: ask once whether the kernel
-         * decrypts for this connection (kTLS receive makes no EVP call). */
-        if (dir == TLSM_DIR_IN && got > 0 && !io->recs && !cs->ktls_asked) {
-            cs->ktls_asked = true;
-            tlsm_blind_ktls(cs->lib, ssl, cs->id);
+        /* bytes, yet this call decrypted (sealed) no record: ask once per direction whether
+         * the kernel does it for this connection (kTLS makes no EVP call). */
+        if (got > 0 && !io->recs && !cs->ktls_asked[dir]) {
+            cs->ktls_asked[dir] = true;
+            tlsm_blind_ktls(cs->lib, ssl, cs->id, dir == TLSM_DIR_OUT);
         }
     }
     if (tlsm_summary_on()) { /* both directions: writes are kept as reads are */

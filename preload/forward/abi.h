@@ -53,8 +53,10 @@ struct tlsm_abi {
     int (*pkey_is_a)(const struct evp_pkey_st *pk, const char *name); /* 3.x only */
     /* EVP_PKEY_CTX_get0_pkey (both ABIs): NULL for a KDF context (1.1.1's HKDF, TLS1-PRF) */
     struct evp_pkey_st *(*pkey_ctx_pkey)(struct evp_pkey_ctx_st *ctx);
-    /* kTLS receive on the read BIO: 1 on, 0 off; NULL where the ABI has no kTLS (1.1.1). */
+    /* kTLS receive on the read BIO, send on the write BIO: 1 on, 0 off; NULL where the ABI
+     * has no kTLS (1.1.1). */
     int (*ssl_ktls_recv)(const struct tlsm_abi *a, const struct ssl_st *s);
+    int (*ssl_ktls_send)(const struct tlsm_abi *a, const struct ssl_st *s);
     /* libcrypto */
     int (*cipher_nid)(const struct evp_cipher_st *c);
     const struct evp_cipher_st *(*ctx_cipher)(const struct evp_cipher_ctx_st *ctx);
@@ -85,7 +87,7 @@ struct tlsm_abi {
     void (*put_error)(const struct tlsm_abi *a, int lib, int reason, const char *file, int line,
                       const char *func);
     /* The loader's own: the copy's functions behind the entry points above. */
-    void (*raw[6])(void);
+    void (*raw[7])(void);
 };
 
 struct tlsm_obj;

@@ -73,4 +73,5 @@ void tlsm_abi_load_ossl111(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn looku
     a->cpuinfo = cpuinfo111;
     a->tls_cipher_ret = tls_cipher_ret111;
     a->ssl_ktls_recv = NULL; /* kTLS came with 3.0 */
+    a->ssl_ktls_send = NULL;
 }

@@ -17,7 +17,15 @@
 #include <openssl/x509.h>
 #include <stdio.h>
 
-enum { RAW_ERR_NEW, RAW_ERR_SET_DEBUG, RAW_ERR_SET_ERROR, RAW_RBIO, RAW_BIO_CTRL, RAW_BIO_TYPE };
+enum {
+    RAW_ERR_NEW,
+    RAW_ERR_SET_DEBUG,
+    RAW_ERR_SET_ERROR,
+    RAW_RBIO,
+    RAW_BIO_CTRL,
+    RAW_BIO_TYPE,
+    RAW_WBIO
+};
 
 static void put_error3(const struct tlsm_abi *a, int lib, int reason, const char *file, int line,
                        const char *func)
@@ -32,18 +40,28 @@ static void put_error3(const struct tlsm_abi *a, int lib, int reason, const char
     set(lib, reason, NULL);
 }
 
-/* BIO_get_ktls_recv(b) is this ctrl in OpenSSL 3 (a macro; 0 when built without kTLS). Only
- * on OpenSSL's own socket BIO (the only one kTLS runs on): a program's own BIO type would see
- * a ctrl call it never asked for. */
+/* BIO_get_ktls_recv(b) and BIO_get_ktls_send(b) are these ctrls in OpenSSL 3 (macros; 0 when
+ * built without kTLS). Only on OpenSSL's own socket BIO (the only one kTLS runs on): a
+ * program's own BIO type would see a ctrl call it never asked for. */
+static int ktls_ctrl3(const struct tlsm_abi *a, BIO *b, int cmd)
+{
+    __typeof__(&BIO_ctrl) ctrl = (__typeof__(ctrl))a->raw[RAW_BIO_CTRL];
+    __typeof__(&BIO_method_type) type = (__typeof__(type))a->raw[RAW_BIO_TYPE];
+    if (!ctrl || !type)
+        return 0;
+    return b && type(b) == BIO_TYPE_SOCKET && ctrl(b, cmd, 0, NULL) > 0;
+}
+
 static int ktls_recv3(const struct tlsm_abi *a, const struct ssl_st *s)
 {
     __typeof__(&SSL_get_rbio) rbio_of = (__typeof__(rbio_of))a->raw[RAW_RBIO];
-    __typeof__(&BIO_ctrl) ctrl = (__typeof__(ctrl))a->raw[RAW_BIO_CTRL];
-    __typeof__(&BIO_method_type) type = (__typeof__(type))a->raw[RAW_BIO_TYPE];
-    if (!rbio_of || !ctrl || !type)
-        return 0;
-    BIO *b = rbio_of(s);
-    return b && type(b) == BIO_TYPE_SOCKET && ctrl(b, BIO_CTRL_GET_KTLS_RECV, 0, NULL) > 0;
+    return rbio_of && ktls_ctrl3(a, rbio_of(s), BIO_CTRL_GET_KTLS_RECV);
+}
+
+static int ktls_send3(const struct tlsm_abi *a, const struct ssl_st *s)
+{
+    __typeof__(&SSL_get_wbio) wbio_of = (__typeof__(wbio_of))a->raw[RAW_WBIO];
+    return wbio_of && ktls_ctrl3(a, wbio_of(s), BIO_CTRL_GET_KTLS_SEND);
 }
 
 static void cpuinfo3(const struct tlsm_abi *a, char *buf, size_t cap)
@@ -97,7 +115,9 @@ void tlsm_abi_load_ossl3(struct tlsm_abi *a, void *h, tlsm_abi_lookup_fn lookup)
     RAW(RAW_RBIO, SSL_get_rbio);
     RAW(RAW_BIO_CTRL, BIO_ctrl);
     RAW(RAW_BIO_TYPE, BIO_method_type);
+    RAW(RAW_WBIO, SSL_get_wbio);
     a->cpuinfo = cpuinfo3;
     a->put_error = put_error3;
     a->ssl_ktls_recv = a->raw[RAW_RBIO] ? ktls_recv3 : NULL;
+    a->ssl_ktls_send = a->raw[RAW_WBIO] ? ktls_send3 : NULL;
 }

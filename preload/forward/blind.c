@@ -46,6 +46,8 @@ static const char *const reason_text[TLSM_BLIND_N] = {
         "OpenSSL 1.0 or older: tlsmeter hooks OpenSSL 3 and 1.1.1 only and leaves this copy alone",
     [TLSM_BLIND_KTLS] = "kernel TLS receive: the kernel decrypts this connection's records, no "
                         "EVP call is made",
+    [TLSM_BLIND_KTLS_SEND] = "kernel TLS send: the kernel encrypts this connection's records, no "
+                             "EVP call is made",
     [TLSM_BLIND_OTHER_LIBRARY] = "another TLS library (not OpenSSL 3 or 1.1.1) does TLS in this "
                                  "process: tlsmeter measures OpenSSL only",
 };
@@ -281,26 +283,27 @@ static void write_blind_event(const struct blind *b)
         tlsm_trace_line(line, n);
 }
 
-/* kTLS receive, per instance: connections whose records the kernel decrypted. */
+/* kTLS per instance: connections whose records the kernel decrypted (conns[0]) or
+ * encrypted (conns[1]). */
 #define MAX_KTLS 8
 static struct {
     struct tlsm_obj *_Atomic lib;
-    _Atomic int conns;
+    _Atomic int conns[2];
 } ktls_libs[MAX_KTLS];
 
-/* The slot of lib (claimed on first use); NULL when all are taken by other instances. */
-static _Atomic int *ktls_count(struct tlsm_obj *lib, bool *first)
+/* The counters of lib (its slot claimed on first use); NULL when all are taken by other
+ * instances. */
+static _Atomic int *ktls_counts(struct tlsm_obj *lib)
 {
     for (int i = 0; i < MAX_KTLS; i++) {
         struct tlsm_obj *cur = NULL;
-        *first = atomic_compare_exchange_strong(&ktls_libs[i].lib, &cur, lib);
-        if (*first || cur == lib)
-            return &ktls_libs[i].conns;
+        if (atomic_compare_exchange_strong(&ktls_libs[i].lib, &cur, lib) || cur == lib)
+            return ktls_libs[i].conns;
     }
     return NULL;
 }
 
-static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
+static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn, bool out)
 {
     char line[TLSM_LINE_MAX], bid[80];
     struct tlsm_json j;
@@ -314,31 +317,33 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn)
     tlsm_json_str(&j, "build_id", bid);
     tlsm_json_str(&j, "version", lib->version);
     tlsm_json_str(&j, "what", "ktls");
-    tlsm_blind_one_reason_write(&j, TLSM_BLIND_KTLS);
+    tlsm_json_str(&j, "dir", out ? "out" : "in");
+    tlsm_blind_one_reason_write(&j, out ? TLSM_BLIND_KTLS_SEND : TLSM_BLIND_KTLS);
     size_t n = tlsm_json_end(&j, line);
     if (n)
         tlsm_trace_line(line, n);
 }
 
-void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn)
+void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn, bool out)
 {
     const struct tlsm_abi *a = lib ? &lib->abi : NULL;
-    if (!a || !a->ssl_ktls_recv)
+    int (*ask)(const struct tlsm_abi *, const struct ssl_st *) = !a    ? NULL
+                                                                 : out ? a->ssl_ktls_send
+                                                                       : a->ssl_ktls_recv;
+    if (!ask)
         return;
     tlsm_th.guard++;
-    int on = a->ssl_ktls_recv(a, ssl);
+    int on = ask(a, ssl);
     tlsm_th.guard--;
-    bool first;
-    _Atomic int *count = on > 0 ? ktls_count(lib, &first) : NULL;
-    if (!count)
+    _Atomic int *counts = on > 0 ? ktls_counts(lib) : NULL;
+    if (!counts)
         return;
-    atomic_fetch_add(count, 1);
-    if (first)
-        tlsm_warn("%s receives with kernel TLS (kTLS): the kernel decrypts those connections' "
-                  "records, their crypto cost is not in the trace",
-                  lib->path);
+    if (atomic_fetch_add(&counts[out], 1) == 0)
+        tlsm_warn("%s %s with kernel TLS (kTLS): the kernel %s those connections' records, "
+                  "their crypto cost is not in the trace",
+                  lib->path, out ? "sends" : "receives", out ? "encrypts" : "decrypts");
     if (tlsm_trace_ready())
-        write_ktls_event(lib, conn);
+        write_ktls_event(lib, conn, out);
 }
 
 /* The forwarding cache as (caller object, target object, functions) triples. */
@@ -442,9 +447,12 @@ void tlsm_blind_end_write(struct tlsm_json *j)
             continue;
         tlsm_json_obj_item(j);
         tlsm_json_str(j, "path", lib->path);
+        int in = atomic_load(&ktls_libs[i].conns[0]), out = atomic_load(&ktls_libs[i].conns[1]);
         tlsm_json_safe(j, "what", "ktls");
-        tlsm_blind_reasons_write(j, 1u << TLSM_BLIND_KTLS);
-        tlsm_json_int(j, "conns", atomic_load(&ktls_libs[i].conns));
+        tlsm_blind_reasons_write(j, (in ? 1u << TLSM_BLIND_KTLS : 0) |
+                                        (out ? 1u << TLSM_BLIND_KTLS_SEND : 0));
+        tlsm_json_int(j, "conns", in);
+        tlsm_json_int(j, "send_conns", out);
         tlsm_json_obj_end(j);
         tlsm_json_entry_kept(j, mark);
     }

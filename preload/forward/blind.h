@@ -18,11 +18,12 @@ struct ssl_st;
  * object tlsmeter cannot see (opening the trace if nothing else did) and one `fwd` event per
  * (caller object, target) pair the hooks forwarded for. One stderr line per blind object. */
 void tlsm_blind_at_exit(void);
-/* kTLS receive: conn.c calls this once per connection, at its first read that returned
- * bytes without decrypting a record. Asks the instance BIO_get_ktls_recv(SSL_get_rbio(ssl));
- * when the kernel decrypts, writes a blind event (what "ktls") and, once per instance, a
- * notice on stderr. */
-void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn);
+/* kTLS: conn.c calls this once per connection and direction, at its first read (out: write)
+ * that returned bytes without decrypting (sealing) a record. Asks the instance
+ * BIO_get_ktls_recv(SSL_get_rbio(ssl)) (out: BIO_get_ktls_send(SSL_get_wbio(ssl))); when the
+ * kernel does the crypto, writes a blind event (what "ktls", dir "in" or "out") and, once per
+ * instance and direction, a notice on stderr. */
+void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn, bool out);
 /* blind_calls.c: objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen).
  * record.c calls tlsm_blind_orphan_record for a record decrypted with no hooked SSL_* call in
  * flight on its thread (now: a tick after it): a compare unless a scan is due (at most once a

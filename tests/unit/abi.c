@@ -133,7 +133,8 @@ static void ossl111(void)
     enum tlsm_abi_kind k = decide("/x/libssl.so.1.1", "OpenSSL 1.1.1w  11 Sep 2023", names);
     const struct tlsm_abi *a = &obj.abi;
     check(k == TLSM_ABI_OSSL111 && a->major == 1 && a->minor == 1 && a->cipher_nid &&
-              a->cipher_nid(NULL) == 111 && !a->ssl_ktls_recv && a->ssl_version,
+              a->cipher_nid(NULL) == 111 && !a->ssl_ktls_recv && !a->ssl_ktls_send &&
+              a->ssl_version,
           "1.1.1: the text decides, 1.1.1 names load (EVP_CIPHER_nid, no kTLS)", tlsm_abi_name(k));
     /* Recorded: GCM decrypt returns the plaintext, encrypt and ChaCha20 the whole record. */
     check(a->tls_cipher_ret && a->tls_cipher_ret(40, 8, false) == 16 &&
