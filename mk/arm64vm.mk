@@ -14,9 +14,16 @@ ARM64VM_ENV ?= TLSM_CPUTIME_PIN=1
 
 .PHONY: check-arm64vm
 
+check-arm64vm: SHELL := /bin/bash # PIPESTATUS: the VM's status through tee
+
 check-arm64vm: aarch64
 	$(Q)scripts/install-deps --extra "$(ARM64VM_TOOLS)"
-	$(Q)t0=$$(date +%s); O=$(abspath $(O)) scripts/arm64vm $(foreach e,$(ARM64VM_ENV),--env $(e)) \
-		$(ARM64VM_CASES); rc=$$?; \
-	O=$(abspath $(O)) scripts/arm64vm --smp 1 $(ARM64VM_CASES_1CPU) || rc=1; \
-	echo "check-arm64vm: $$(($$(date +%s) - t0)) s (two boots: -smp 2, then -smp 1)"; exit $$rc
+	$(Q)t0=$$(date +%s); log=$(abspath $(O))/arm64vm.log; \
+	O=$(abspath $(O)) scripts/arm64vm $(foreach e,$(ARM64VM_ENV),--env $(e)) \
+		$(ARM64VM_CASES) | tee $$log; rc=$${PIPESTATUS[0]}; \
+	O=$(abspath $(O)) scripts/arm64vm --smp 1 $(ARM64VM_CASES_1CPU) | tee -a $$log; \
+	[ $${PIPESTATUS[0]} -eq 0 ] || rc=1; \
+	echo "check-arm64vm: $$(($$(date +%s) - t0)) s (two boots: -smp 2, then -smp 1)"; \
+	awk '/^[0-9]+ passed, [0-9]+ failed/ { p += $$1; f += $$3; s += $$5; n++ } \
+		END { printf "arm64vm: %d passed, %d failed, %d skipped\n", p, f + (n < 2 ? 1 : 0), s }' $$log; \
+	exit $$rc
