@@ -8,7 +8,7 @@ ARM64VM_TOOLS := qemu-system-arm cpio
 # whose subject is the scheduler: on-CPU time and death by signal. Sizes fit TCG (every
 # instruction emulated).
 ARM64VM_CASES ?= core-run-library aarch64-impl aarch64-tamper reroute-masked core-fork \
-	trace-death cputime-agree $(notdir $(basename $(wildcard tests/cases/vm-*.sh)))
+	trace-death cputime-agree enc-nginx $(notdir $(basename $(wildcard tests/cases/vm-*.sh)))
 ARM64VM_CASES_1CPU ?= cputime-agree trace-death
 ARM64VM_ENV ?= TLSM_CPUTIME_PIN=1
 

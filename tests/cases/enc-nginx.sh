@@ -7,8 +7,9 @@
 # encrypt object the dir-out ones, its per-connection table (encrypt.conn_table) the writes
 # per connection sorted by bytes, and the encrypt class "hardware" (unmasked) or "table"
 # (nginx started with AES masked by OPENSSL_ia32cap: the workers inherit the master's
-# capability state).
-# tlsm-arch: x86_64
+# capability state: OPENSSL_armcap on aarch64, where it runs in Debian 12's arm64 kernel,
+# scripts/arm64vm; under qemu-user it skips).
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -92,7 +93,9 @@ serve() {
     pass "enc-nginx $tag: 64, 8 and 1 MiB downloads from traced nginx intact, 16 MiB upload answered 200"
 }
 
-for run in "native" "masked OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK"; do
+MASK="OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK"
+[ "$(target_arch)" = aarch64 ] && MASK="OPENSSL_armcap=$TLSM_ARM_SOFT_MASK"
+for run in "native" "masked $MASK"; do
     read -r tag env <<<"$run"
     # shellcheck disable=SC2086
     serve "$tag" $env || continue
