@@ -28,8 +28,8 @@ struct build {
 
 /* Functions through which a program enters the SSL library (what the preload hooks). */
 static const char *const entries[] = {
-    "SSL_read",    "SSL_read_ex", "SSL_peek",  "SSL_peek_ex",  "SSL_do_handshake",
-    "SSL_connect", "SSL_accept",  "SSL_write", "SSL_write_ex", "SSL_shutdown",
+    "SSL_read",   "SSL_read_ex", "SSL_peek",     "SSL_peek_ex",  "SSL_do_handshake", "SSL_connect",
+    "SSL_accept", "SSL_write",   "SSL_write_ex", "SSL_sendfile", "SSL_shutdown",
 };
 
 static uint64_t fnv(const char *s, uint64_t h)

@@ -94,8 +94,10 @@ static __attribute__((noinline)) void hs_begin(struct tlsm_conn_scope *sc,
     th->hs_part = TLSM_HS_NONE;
 }
 
-static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_scope *sc,
-                                                             const SSL *ssl, struct tlsm_obj *lib)
+/* drives_hs: the call may drive the handshake (all but SSL_sendfile): while the connection is
+ * not open, its time and parts are the handshake's. */
+static inline __attribute__((always_inline)) void
+conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib, bool drives_hs)
 {
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_conn_state *cs = conn_of(ssl, lib);
@@ -105,7 +107,7 @@ static inline __attribute__((always_inline)) void conn_enter(struct tlsm_conn_sc
     th->conn = cs ? cs->id : 0;
     th->conn_state = cs;
     sc->prev_hs = th->hs_cur;
-    sc->hs_on = cs && !cs->opened;
+    sc->hs_on = drives_hs && cs && !cs->opened;
     if (sc->hs_on)
         hs_begin(sc, cs);
 }
@@ -139,7 +141,7 @@ static inline __attribute__((always_inline)) void conn_leave(struct tlsm_conn_sc
 
 void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
-    conn_enter(sc, ssl, lib);
+    conn_enter(sc, ssl, lib, true);
 }
 
 void tlsm_conn_leave(struct tlsm_conn_scope *sc)
@@ -179,7 +181,9 @@ static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
     tlsm_json_int(&j, "hs_ns", cs->hs_first ? (int64_t)tlsm_ticks_to_ns(now - cs->hs_first) : -1);
     tlsm_json_int(&j, "hs_call_ns", (int64_t)tlsm_ticks_to_ns(cs->hs_ticks));
     tlsm_json_int(&j, "lib", cs->lib ? cs->lib->lib_id : 0);
-    if (tlsm_hs_json(&cs->hs, resumed, hs, sizeof(hs)))
+    /* No handshake-driving call seen (the first was SSL_sendfile, after a handshake libssl
+     * drove itself): no `hs`, rather than a handshake of 0 ns in the analyzer's figures. */
+    if (cs->hs.calls && tlsm_hs_json(&cs->hs, resumed, hs, sizeof(hs)))
         tlsm_json_raw(&j, "hs", hs);
     size_t n = tlsm_json_end(&j, line);
     if (n)
@@ -238,13 +242,19 @@ static inline __attribute__((always_inline)) void io_begin(enum tlsm_dir dir)
 
 void tlsm_io_enter_in(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
-    conn_enter(sc, ssl, lib);
+    conn_enter(sc, ssl, lib, true);
     io_begin(TLSM_DIR_IN);
 }
 
 void tlsm_io_enter_out(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
 {
-    conn_enter(sc, ssl, lib);
+    conn_enter(sc, ssl, lib, true);
+    io_begin(TLSM_DIR_OUT);
+}
+
+void tlsm_io_enter_sendfile(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib)
+{
+    conn_enter(sc, ssl, lib, false);
     io_begin(TLSM_DIR_OUT);
 }
 
@@ -415,9 +425,9 @@ static void write_io(struct tlsm_conn_state *cs, const SSL *ssl, enum tlsm_dir d
 }
 
 static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope *sc, const SSL *ssl,
-                                                         enum tlsm_dir dir, const char *fn,
-                                                         int64_t want, int ret, int64_t got,
-                                                         uint64_t t0, uint64_t t1)
+                                                         enum tlsm_dir dir, bool drives_hs,
+                                                         const char *fn, int64_t want, int ret,
+                                                         int64_t got, uint64_t t0, uint64_t t1)
 {
     struct tlsm_thread *th = &tlsm_th;
     struct tlsm_io_tally *io = &th->io[dir];
@@ -431,8 +441,10 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
         cs->tot[dir].recs += io->recs;
         cs->tot[dir].crypto_ns += io->crypto_ns;
         cs->tot[dir].preempt += io->preempt;
-        if (!cs->opened) /* the call only while the handshake is not seen complete */
+        if (!cs->opened && drives_hs) /* only while the handshake is not seen complete */
             tlsm_conn_implicit_handshake(sc, ssl, t0, t1);
+        else if (!cs->opened) /* its handshake done unseen (in an SSL BIO): open, untimed */
+            maybe_open(cs, ssl, t1);
         /* bytes, yet this call decrypted (sealed) no record: ask once per direction whether
          * the kernel does it for this connection (kTLS makes no EVP call). */
         if (got > 0 && !io->recs && !cs->ktls_asked[dir]) {
@@ -458,14 +470,21 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
 void tlsm_io_leave_in(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
                       int ret, int64_t got, uint64_t t0, uint64_t t1)
 {
-    io_end(sc, ssl, TLSM_DIR_IN, fn, want, ret, got, t0, t1);
+    io_end(sc, ssl, TLSM_DIR_IN, true, fn, want, ret, got, t0, t1);
     conn_leave(sc);
 }
 
 void tlsm_io_leave_out(struct tlsm_conn_scope *sc, const SSL *ssl, const char *fn, int64_t want,
                        int ret, int64_t got, uint64_t t0, uint64_t t1)
 {
-    io_end(sc, ssl, TLSM_DIR_OUT, fn, want, ret, got, t0, t1);
+    io_end(sc, ssl, TLSM_DIR_OUT, true, fn, want, ret, got, t0, t1);
+    conn_leave(sc);
+}
+
+void tlsm_io_leave_sendfile(struct tlsm_conn_scope *sc, const SSL *ssl, int64_t want, int ret,
+                            int64_t got, uint64_t t0, uint64_t t1)
+{
+    io_end(sc, ssl, TLSM_DIR_OUT, false, "SSL_sendfile", want, ret, got, t0, t1);
     conn_leave(sc);
 }
 

@@ -42,6 +42,12 @@ void tlsm_conn_implicit_handshake(struct tlsm_conn_scope *sc, const SSL *ssl, ui
  * kind and its key names come from the direction (read: want/got, write: asked/written). */
 void tlsm_io_enter_in(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
 void tlsm_io_enter_out(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+/* SSL_sendfile: a write (event, totals, the kTLS send question) that never drives the
+ * handshake (OpenSSL refuses it until kTLS sends, after the handshake): none of its time is
+ * handshake time; a connection not seen open yet opens with `hs_ns` -1 and no `hs`. */
+void tlsm_io_enter_sendfile(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
+void tlsm_io_leave_sendfile(struct tlsm_conn_scope *sc, const SSL *ssl, int64_t want, int ret,
+                            int64_t got, uint64_t t0, uint64_t t1);
 static inline __attribute__((always_inline)) void
 tlsm_io_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib, enum tlsm_dir dir)
 {

@@ -1,5 +1,5 @@
-/* hook_ssl.c: libssl entry points: reads (SSL_read*, SSL_peek*), writes (SSL_write*),
- * handshakes, SSL_free. */
+/* hook_ssl.c: libssl entry points: reads (SSL_read*, SSL_peek*), writes (SSL_write*,
+ * SSL_sendfile), handshakes, SSL_free. */
 #include "base/clock.h"
 #include "core/conn.h"
 #include "hooks/hook.h"
@@ -156,3 +156,38 @@ TLSM_EXPORT void SSL_free(SSL *s)
 
 IO_HOOK(SSL_write, const)
 IO_HOOK_EX(SSL_write_ex, const)
+
+/* SSL_sendfile (OpenSSL 3.0 and later; 1.1.1 has none, so only a 3.x copy is ever its
+ * target): the kernel sends size bytes of fd from offset. OpenSSL makes it work over kTLS
+ * send only, so the kernel encrypts every byte and libssl seals no record: a write event
+ * (fn SSL_sendfile, asked size, written its return), whose bytes without a record ask once
+ * per connection whether the kernel sends, as a write's do (conn.c, forward/blind.c). */
+static ossl_ssize_t traced_sendfile(struct tlsm_fwd f, SSL *s, int fd, off_t offset, size_t size,
+                                    int flags, const void *site)
+{
+    struct tlsm_thread *th = &tlsm_th;
+    th->site = site;
+    struct tlsm_conn_scope sc;
+    th->ssl_depth++;
+    tlsm_io_enter_sendfile(&sc, s, f.target);
+    uint64_t t0 = tlsm_now();
+    ossl_ssize_t ret = TLSM_REAL(SSL_sendfile, f)(s, fd, offset, size, flags);
+    uint64_t t1 = tlsm_now();
+    int *ep = tlsm_errno(th), saved = *ep;
+    /* The int return io_end keeps only feeds SSL_get_error, for a failed call (ret <= 0). */
+    tlsm_io_leave_sendfile(&sc, s, (int64_t)size, ret > 0 ? 1 : (int)ret, (int64_t)ret, t0, t1);
+    th->site = NULL;
+    th->ssl_depth--;
+    *ep = saved;
+    return ret;
+}
+
+TLSM_EXPORT ossl_ssize_t SSL_sendfile(SSL *s, int fd, off_t offset, size_t size, int flags)
+{
+    TLSM_HOOK_ENTER(SSL_sendfile, f);
+    if (!f.fn)
+        return errno = ENOSYS, -1;
+    if (untraced_ssl(f))
+        return TLSM_REAL(SSL_sendfile, f)(s, fd, offset, size, flags);
+    return traced_sendfile(f, s, fd, offset, size, flags, __builtin_return_address(0));
+}
