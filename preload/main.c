@@ -160,6 +160,8 @@ static size_t end_line(char *buf, size_t cap)
     tlsm_blind_end_write(&j); /* objects tlsmeter cannot see */
     tlsm_json_int(&j, "untracked_ctx", (int64_t)tlsm_rec_untracked());
     tlsm_json_int(&j, "preempted", (int64_t)tlsm_cpu_preempted());
+    if (tlsm_cpu_stalled())
+        tlsm_json_int(&j, "stalled", (int64_t)tlsm_cpu_stalled());
     if (tlsm_cfg.stacks)
         tlsm_json_int(&j, "stacks", (int64_t)tlsm_stack_count());
     tlsm_json_obj(&j, "overhead_ns");

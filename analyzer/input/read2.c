@@ -270,7 +270,7 @@ static void as_line(struct cdec *c, const struct kind *k, const struct fval *f, 
     if (fl >> (f_)&1) {                                                                            \
         unsigned sl_ = k->slot[f_]; /* loaded once: a store to e->i may alias a byte */            \
         e->i[sl_] = (v);                                                                           \
-        hi |= 1u << sl_;                                                                           \
+        hi |= 1ull << sl_;                                                                         \
     }
 #define DIR_T(key, i)   DIR_INT(i, t)
 #define DIR_TID(key, i) DIR_INT(i, (int64_t)c->tid)
@@ -305,7 +305,8 @@ static void as_line(struct cdec *c, const struct kind *k, const struct fval *f, 
                                                        int64_t t, struct event *e)                 \
     {                                                                                              \
         unsigned idx = 0;                                                                          \
-        uint32_t hi = 0, hs = 0;                                                                   \
+        uint64_t hi = 0;                                                                           \
+        uint32_t hs = 0;                                                                           \
         int rc = 0;                                                                                \
         LIST(DIR_FIELD)                                                                            \
         (void)q;                                                                                   \
@@ -320,7 +321,8 @@ static int direct(struct cdec *c, const struct kind *k, const unsigned char *q, 
                   int64_t t, const char *tail, size_t tn, struct event *e)
 {
     int rc = -1;
-    uint32_t old_i = e->have_i, old_s = e->have_s;
+    uint64_t old_i = e->have_i;
+    uint32_t old_s = e->have_s;
     if (k->ev == EV_OTHER || (fl & k->reject)) {
         event__clear(e);
         return -1;

@@ -257,7 +257,7 @@ static int fast_value(struct cur *c, struct event *e, const struct field *f, str
             return -1;
         log_int(c, f->slot, start);
         e->i[f->slot] = v;
-        e->have_i |= 1u << f->slot;
+        e->have_i |= 1ull << f->slot;
         return 0;
     case FT_STR:
         return fast_str(c, e, f, f->slot == S_EV ? NULL : m);

@@ -25,8 +25,9 @@ struct shape {
     struct {
         uint8_t slot, lit;
         uint16_t off, len;
-    } str[S_N];              /* string fields: where in which run of bytes */
-    uint32_t have_i, have_s; /* the fields it sets */
+    } str[S_N]; /* string fields: where in which run of bytes */
+    uint64_t have_i;
+    uint32_t have_s; /* the fields it sets */
     enum ev_kind kind;
     bool have_tag_ok, tag_ok;
     char bytes[SHAPE_BYTES];
@@ -45,7 +46,7 @@ static int failed(const struct shape *s, unsigned n, struct event *e)
 
     for (i = 0; i < n; i++)
         if (s->slot[i] >= 0)
-            e->have_i |= 1u << s->slot[i];
+            e->have_i |= 1ull << s->slot[i];
     return -1;
 }
 

@@ -64,6 +64,19 @@ uint64_t oncpu__batch(struct oncpu_sums *s, bool exact, uint64_t pt, uint64_t ns
     return sat_add(sat_add(kept_ns, fl_nopt_ns), estimate(s, fl_pt, fl_ns));
 }
 
+/* A stalled record (rec.stall) before its class has any: at the ns/B of another class of the
+ * bucket (at most its own crypto_ns), else nothing. Its span is known not to be crypto time
+ * (the preload judged it far beyond any AES-GCM), so no figure at all beats counting it whole. */
+static uint64_t stalled_first(const struct bucket *b, uint64_t pt, uint64_t ns)
+{
+    int k;
+
+    for (k = SC_N - 1; k >= 0; k--)
+        if (b->cls[k].sums.pt)
+            return estimate(&b->cls[k].sums, pt, ns);
+    return 0;
+}
+
 /* Only a method that cannot give on-CPU time makes a flagged record's crypto_ns suspect:
  * under perf-clock it is exact whatever the switches. */
 uint64_t classes__rec(struct trace *t, struct bucket *b, const struct event *e)
@@ -71,10 +84,16 @@ uint64_t classes__rec(struct trace *t, struct bucket *b, const struct event *e)
     uint64_t pt = pos(e->i[I_PT]), ns = pos(e->i[I_CRYPTO_NS]), w;
     struct class_stats *c = &b->cls[size_class__of((int64_t)pt)];
     bool flagged = e->i[I_PREEMPT] > 0;
+    /* Stalled (rec.stall): interrupts inside it, whatever the method: estimated too. */
+    bool stall = e->i[I_STALL] > 0;
+    bool exact = t->cputime_exact && !stall;
 
     c->recs++;
     c->crypto_ns += ns;
-    w = oncpu__rec(&c->sums, t->cputime_exact, pt, ns, flagged);
+    if (stall && !c->sums.pt)
+        w = stalled_first(b, pt, ns);
+    else
+        w = oncpu__rec(&c->sums, exact, pt, ns, flagged || stall);
     c->oncpu_ns = sat_add(c->oncpu_ns, w);
     if (event__has(e, I_WALL_NS) && t->cputime_exact && e->i[I_WALL_NS] > e->i[I_CRYPTO_NS])
         t->offcpu_ns += (uint64_t)(e->i[I_WALL_NS] - e->i[I_CRYPTO_NS]);
@@ -82,9 +101,11 @@ uint64_t classes__rec(struct trace *t, struct bucket *b, const struct event *e)
         c->flagged++;
         t->recs_flagged++;
     }
-    if (flagged && !t->cputime_exact) {
+    if (stall)
+        t->recs_stalled++;
+    if ((flagged || stall) && !exact) {
         c->left_out++;
-        t->recs_left_out++;
+        t->recs_left_out += !stall;
         if (pt) {
             c->left_pt += pt;
             c->left_ns += ns;

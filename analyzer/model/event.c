@@ -39,6 +39,7 @@ static const struct field fields[] = {
     {"wrecs", FT_INT, I_WRECS},
     {"wcrypto_ns", FT_INT, I_WCRYPTO_NS},
     {"prov", FT_INT, I_PROV},
+    {"stall", FT_INT, I_STALL},
     {"ev", FT_STR, S_EV},
     {"cipher", FT_STR, S_CIPHER},
     {"path", FT_STR, S_PATH},
@@ -155,7 +156,7 @@ int event__set_int(struct event *e, const struct field *f, int64_t v, char *err,
     if (f->type != FT_INT)
         return event__bad_type(f, "an integer", err, errlen);
     e->i[f->slot] = v;
-    e->have_i |= 1u << f->slot;
+    e->have_i |= 1ull << f->slot;
     return 0;
 }
 

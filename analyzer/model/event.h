@@ -53,7 +53,8 @@ enum ev_int {
     I_WBYTES,
     I_WRECS,
     I_WCRYPTO_NS,
-    I_PROV, /* rec: the prov event of who decrypted (absent: the default provider) */
+    I_PROV,  /* rec: the prov event of who decrypted (absent: the default provider) */
+    I_STALL, /* rec: 1 when too slow for its context's pace with no switch seen */
     I_N
 };
 
@@ -79,7 +80,7 @@ struct strv {
 
 struct event {
     enum ev_kind kind;
-    uint32_t have_i; /* bit per enum ev_int */
+    uint64_t have_i; /* bit per enum ev_int */
     uint32_t have_s; /* bit per enum ev_str */
     bool have_tag_ok, tag_ok;
     int64_t i[I_N];
@@ -106,10 +107,11 @@ void event__clear(struct event *e);
 /* Zeroes the int slots of bit mask mi and the string slots of ms (not the have bits): the
  * fast paths clear only what an earlier event set (a memset of every slot compiles to a
  * slow string store here). */
-static inline void event__zero(struct event *e, uint32_t mi, uint32_t ms)
+static inline void event__zero(struct event *e, uint64_t mi, uint32_t ms)
 {
-    for (mi &= I_N >= 32 ? ~0u : (1u << (I_N & 31)) - 1; mi; mi &= mi - 1)
-        e->i[__builtin_ctz(mi)] = 0;
+    _Static_assert(I_N < 64, "have_i holds a bit per integer field");
+    for (mi &= (1ull << I_N) - 1; mi; mi &= mi - 1)
+        e->i[__builtin_ctzll(mi)] = 0;
     for (ms &= (1u << S_N) - 1; ms; ms &= ms - 1)
         e->s[__builtin_ctz(ms)] = (struct strv){NULL, 0};
 }
@@ -127,7 +129,7 @@ int event__bad_type(const struct field *f, const char *got, char *err, size_t er
 
 static inline bool event__has(const struct event *e, enum ev_int f)
 {
-    return e->have_i & (1u << f);
+    return e->have_i & (1ull << f);
 }
 
 /* With a literal, the length folds and the compare is a load or two (hot path). */

@@ -373,8 +373,9 @@ static uint64_t other_weight(struct model *m, struct trace *t, const struct even
         imap__put(&m->other_map, a, (uint64_t)e->i[I_LIB], (uint32_t)m->nother);
         i = (long)m->nother++;
     }
-    return oncpu__rec(&m->other[i][size_class__of((int64_t)pt)], t->cputime_exact, pt,
-                      pos(e->i[I_CRYPTO_NS]), e->i[I_PREEMPT] > 0);
+    return oncpu__rec(&m->other[i][size_class__of((int64_t)pt)],
+                      t->cputime_exact && e->i[I_STALL] <= 0, pt, pos(e->i[I_CRYPTO_NS]),
+                      e->i[I_PREEMPT] > 0 || e->i[I_STALL] > 0);
 }
 
 static int feed_read(struct model *m, struct trace *t, const struct event *e, char *err,
@@ -449,11 +450,11 @@ static const struct event *as_in(const struct event *e, struct event *tmp)
 
     *tmp = *e;
     for (i = 0; i < n; i++) {
-        tmp->have_i &= ~(1u << map[i].to);
+        tmp->have_i &= ~(1ull << map[i].to);
         if (!event__has(e, map[i].from))
             continue;
         tmp->i[map[i].to] = e->i[map[i].from];
-        tmp->have_i |= 1u << map[i].to;
+        tmp->have_i |= 1ull << map[i].to;
     }
     if (e->kind == EV_WRITE)
         tmp->kind = EV_READ;

@@ -161,6 +161,7 @@ struct trace {
     int64_t preempted;           /* end.preempted, -1 when absent */
     uint64_t recs_flagged;       /* records with rec.preempt > 0 */
     uint64_t recs_left_out;      /* of those, left out of ns/B (cputime not exact) */
+    uint64_t recs_stalled;       /* rec.stall: too slow with no switch seen, left out */
     uint64_t offcpu_ns;          /* perf-clock: sum of wall_ns - crypto_ns where given */
     char *exec; /* the end line was written before exec*() of this (the trace stops there) */
     /* end.user_ns + end.sys_ns does not fit 64 bits: CPU time unknown */
@@ -210,7 +211,7 @@ struct class_stats {
     uint64_t crypto_ns;     /* their crypto_ns as written */
     uint64_t oncpu_ns;      /* their on-CPU weights (oncpu__rec), summed */
     struct oncpu_sums sums; /* what the next switched-out record is estimated from */
-    uint64_t left_out;      /* switched out, not in nspb */
+    uint64_t left_out;      /* switched out or stalled, not in nspb */
     uint64_t left_pt;       /* their plaintext bytes (pt > 0 ones) */
     uint64_t left_ns;       /* their crypto_ns (pt > 0 ones): wall time */
     uint64_t left_nopt_ns;  /* crypto_ns of switched-out records with pt 0: kept as is */

@@ -90,11 +90,14 @@ static int records(struct model *m, struct trace *t, json_t *o, char *err, size_
                       .gcm_ctr = u(o, "gcm_ctr"),
                       .gcm_both = u(o, "gcm_both")};
     struct class_stats *c = &b->cls[k];
-    uint64_t fl = u(o, "fl_recs");
+    uint64_t fl = u(o, "fl_recs"), st = u(o, "st_recs");
+    bool ex = t->cputime_exact;
     /* The snapshot's records weighed by the rule every record is (oncpu__batch): added to
-     * what came before, never revised, so the totals only grow snapshot by snapshot. */
-    s.oncpu_ns = oncpu__batch(&c->sums, t->cputime_exact, s.rec_pt, s.crypto_ns, u(o, "fl_pt"),
-                              u(o, "fl_ns"), u(o, "fl_nopt_ns"));
+     * what came before, never revised, so the totals only grow snapshot by snapshot. Stalled
+     * records (st_*) are estimated whatever the method, switched-out ones unless it is exact. */
+    s.oncpu_ns = oncpu__batch(
+        &c->sums, ex && !st, s.rec_pt, s.crypto_ns, (ex ? 0 : u(o, "fl_pt")) + u(o, "st_pt"),
+        (ex ? 0 : u(o, "fl_ns")) + u(o, "st_ns"), ex ? 0 : u(o, "fl_nopt_ns"));
     c->oncpu_ns += s.oncpu_ns;
     stats__add(&m->st, &s);
     stats__add(&t->st, &s);
@@ -109,6 +112,10 @@ static int records(struct model *m, struct trace *t, json_t *o, char *err, size_
     c->crypto_ns += s.crypto_ns;
     c->flagged += fl;
     t->recs_flagged += fl;
+    c->left_out += st; /* never in nspb (preload/core/summary.c) */
+    c->left_pt += u(o, "st_pt");
+    c->left_ns += u(o, "st_ns");
+    t->recs_stalled += st;
     if (!t->cputime_exact) { /* as classes.c: switched-out records leave the ns/B */
         c->left_out += fl;
         t->recs_left_out += fl;

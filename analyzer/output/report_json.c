@@ -314,6 +314,7 @@ static json_t *traces_arr(const struct summary *s)
         json_object_set_new(o, "cputime_why", t->cputime_why ? jstr(t->cputime_why) : json_null());
         json_object_set_new(o, "records_switched_out", jint(t->recs_flagged));
         json_object_set_new(o, "records_left_out", jint(t->recs_left_out));
+        json_object_set_new(o, "records_stalled", jint(t->recs_stalled));
         json_object_set_new(o, "preempted",
                             t->preempted >= 0 ? json_integer(t->preempted) : json_null());
         json_object_set_new(o, "offcpu_ns", jint(t->offcpu_ns));
@@ -348,6 +349,7 @@ static void totals(json_t *o, const struct summary *s)
     json_object_set_new(o, "cputime_text", jstr(s->cputime_text));
     json_object_set_new(o, "records_switched_out", jint(s->recs_flagged));
     json_object_set_new(o, "records_left_out", jint(s->recs_left_out));
+    json_object_set_new(o, "records_stalled", jint(s->recs_stalled));
     json_object_set_new(o, "impl", jstr(impl__name(s->impl)));
     json_object_set_new(o, "impl_split", wsplit__json(&s->split));
     json_object_set_new(o, "blind_spots", json_integer(s->blind));

@@ -118,7 +118,8 @@ static void crypto_row(FILE *out, const struct summary *s, const struct row *w)
 
 /* One size class of one cipher: records, median and p90 ns/B (and the mean, verbose: over
  * tiny records it is dominated by a few slow ones and says little). */
-static void class_line(FILE *out, const char *cipher, enum size_class k, const struct class_fig *f)
+static void class_line(FILE *out, const char *cipher, enum size_class k, const struct class_fig *f,
+                       bool stalls)
 {
     if (!f->recs)
         return;
@@ -132,7 +133,8 @@ static void class_line(FILE *out, const char *cipher, enum size_class k, const s
     else if (verbose)
         fprintf(out, " %8s", "-");
     if (f->left_out)
-        fprintf(out, "  (%llu preempted, left out)", U(f->left_out));
+        fprintf(out, "  (%llu %s, left out)", U(f->left_out),
+                stalls ? "switched out or stalled" : "preempted");
     fputc('\n', out);
 }
 
@@ -146,7 +148,7 @@ static void classes(FILE *out, const struct summary *s)
     for (i = 0; i < s->nciphers; i++)
         for (k = 0; k < SC_N; k++)
             class_line(out, model__name(s->m, s->ciphers[i].cipher), (enum size_class)k,
-                       &s->ciphers[i].fig[k]);
+                       &s->ciphers[i].fig[k], s->recs_stalled > 0);
 }
 
 /* The shares are clamped at 100 %; what lies beyond is said with its bound. */
@@ -183,7 +185,7 @@ static void crypto(FILE *out, const struct summary *s)
     fputc('\n', out);
     /* How the time was taken matters when it is not an on-CPU clock, or when records were
      * preempted and estimated. */
-    if (verbose || s->recs_left_out || strcmp(s->cputime, "perf-clock"))
+    if (verbose || s->recs_left_out || s->recs_stalled || strcmp(s->cputime, "perf-clock"))
         fprintf(out, "  time per record: %s\n", s->cputime_text);
     bounds(out, s);
     fprintf(out, "  %-18s %-7s %8s %10s %10s %7s %11s  %s\n", "cipher", "path", "records", "bytes",

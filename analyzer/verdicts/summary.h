@@ -67,9 +67,9 @@ struct summary {
     uint64_t crypto_ns, crypto_ns_raw;
     int64_t cpu_short_ns, wall_short_ns, wall_threads_ns;
     uint64_t nthreads_dec; /* threads that decrypted records, summed over traces */
-    uint64_t recs_flagged, recs_left_out;
+    uint64_t recs_flagged, recs_left_out, recs_stalled;
     char cputime[24];       /* perf-clock, wall, the fallback's name, or mixed */
-    char cputime_text[256]; /* what crypto time is, in words */
+    char cputime_text[512]; /* what crypto time is, in words */
     struct cipher_fig ciphers[MAX_ROWS];
     int nciphers;
     enum impl_class impl;  /* the process's class by bytes (split) */

@@ -77,6 +77,7 @@ static void cputime_method(struct summary *s)
             snprintf(s->cputime, sizeof(s->cputime), "mixed");
         s->recs_flagged += m->traces[i].recs_flagged;
         s->recs_left_out += m->traces[i].recs_left_out;
+        s->recs_stalled += m->traces[i].recs_stalled;
     }
 }
 
@@ -102,6 +103,13 @@ static void cputime_text(struct summary *s)
                                     "figures"
                                   : "");
     n = strlen(s->cputime_text);
+    if (s->recs_stalled) /* preload/core/record.c stall_judge */
+        n += (size_t)snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n,
+                              "; %llu more took over 4x their connection's ns/B with no switch "
+                              "seen (interrupts handled inside them), estimated likewise",
+                              (unsigned long long)s->recs_stalled);
+    if (n >= sizeof(s->cputime_text))
+        n = sizeof(s->cputime_text) - 1;
     if (why && !strcmp(why, "no cap_user_time"))
         snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n,
                  "; no on-CPU clock: the kernel's perf page lacks cap_user_time");

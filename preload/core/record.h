@@ -56,6 +56,13 @@ struct tlsm_rec_state {
      * native context is owed it should the record fall back (reroute.c tag_to_shadow). */
     bool tag_owed;
     uint8_t tagl;
+    /* The context's pace (core/record.c stall_judge), tiny (< 256 B), small (< 2048 B) and
+     * bulk records apart: records judged, the lowest ns per unit seen (KiB; a record for
+     * tiny ones), and on-CPU ns and units of all but the first. */
+    struct {
+        uint64_t ns, units;
+        uint32_t n, min_q;
+    } pace[3];
 };
 
 /* Who follows the tracked contexts besides the trace: the reroute (reroute/reroute.c)

@@ -38,12 +38,13 @@ struct tlsm_rsm_ctx {
     uint8_t dir;        /* enum tlsm_dir */
     uint8_t tls;        /* enum tlsm_tls */
     bool in_rec;
-    int16_t type;    /* content type, -1 unknown */
-    int32_t len;     /* record length on the wire (header), -1 unknown */
-    int32_t pt;      /* out: plaintext length known before the seal (TLS 1.2 AAD), else -1 */
-    uint8_t eiv;     /* TLS 1.2 explicit nonce bytes of the cipher (8 AES-GCM/CCM, 0 ChaCha20) */
-    uint64_t t0;     /* wall time of the record's first call */
-    uint64_t chk_t0; /* TLSMETER_CPUTIME_CHECK: the thread CPU clock then */
+    int16_t type;      /* content type, -1 unknown */
+    int32_t len;       /* record length on the wire (header), -1 unknown */
+    int32_t pt;        /* out: plaintext length known before the seal (TLS 1.2 AAD), else -1 */
+    uint8_t eiv;       /* TLS 1.2 explicit nonce bytes of the cipher (8 AES-GCM/CCM, 0 ChaCha20) */
+    uint64_t t0;       /* wall time of the record's first call */
+    uint64_t chk_t0;   /* TLSMETER_CPUTIME_CHECK: the thread CPU clock then */
+    uint64_t chk_pair; /* ... and what one read of it cost just before (a second read) */
     struct tlsm_rsm_mark mark;
     const unsigned char *out; /* in, TLS 1.3: payload output, scanned at Final */
     int32_t outl;

@@ -35,16 +35,19 @@ enum {
     R_FL_PT,
     R_FL_NS,
     R_FL_NOPT_NS,
+    R_ST_RECS,
+    R_ST_PT,
+    R_ST_NS,
     R_IMPL_CT,
     R_IMPL_OTHER_CT,
     R_IMPL_NONE_CT,
     R_N
 };
 static const char *const rec_keys[R_N] = {
-    K("recs"),       K("recs_app"), K("recs_other"),    K("tag_fail"),    K("rec_len"),
-    K("rec_ct"),     K("rec_pt"),   K("crypto_ns"),     K("gcm_ns"),      K("gcm_dec"),
-    K("gcm_ctr"),    K("gcm_both"), K("fl_recs"),       K("fl_pt"),       K("fl_ns"),
-    K("fl_nopt_ns"), K("impl_ct"),  K("impl_other_ct"), K("impl_none_ct")};
+    K("recs"),    K("recs_app"),  K("recs_other"),    K("tag_fail"),    K("rec_len"), K("rec_ct"),
+    K("rec_pt"),  K("crypto_ns"), K("gcm_ns"),        K("gcm_dec"),     K("gcm_ctr"), K("gcm_both"),
+    K("fl_recs"), K("fl_pt"),     K("fl_ns"),         K("fl_nopt_ns"),  K("st_recs"), K("st_pt"),
+    K("st_ns"),   K("impl_ct"),   K("impl_other_ct"), K("impl_none_ct")};
 
 /* Per process and direction: the read event's sums, as written (for dir out the write
  * event's, under the same keys: asked as want, written as got; the analyzer reads writes as
@@ -205,12 +208,16 @@ void tlsm_summary_rec(const struct tlsm_sum_rec *r)
     add(&a->v[R_GCM_NS], r->gcm_ns);
     if (r->gcm_fn >= 1 && r->gcm_fn <= 3)
         add(&a->v[R_GCM_DEC + r->gcm_fn - 1], r->gcm_bytes);
-    if (r->preempted) {
+    if (r->stalled) { /* no switch seen, yet too slow to be crypto (record.c): no ns/B bin */
+        add(&a->v[R_ST_RECS], 1);
+        add(&a->v[R_ST_PT], pt);
+        add(&a->v[R_ST_NS], r->crypto_ns);
+    } else if (r->preempted) {
         add(&a->v[R_FL_RECS], 1);
         add(&a->v[pt ? R_FL_PT : R_FL_NOPT_NS], pt ? pt : r->crypto_ns);
         add(&a->v[R_FL_NS], pt ? r->crypto_ns : 0);
     }
-    if (pt)
+    if (pt && !r->stalled)
         atomic_fetch_add_explicit(
             &(r->preempted ? a->fl_nspb : a->nspb)[nspb_bin(r->crypto_ns, pt)], 1,
             memory_order_relaxed);

@@ -29,6 +29,7 @@ struct tlsm_sum_rec {
     int64_t lib, impl;
     int type, len, pt;
     bool tls12, out, tag_ok, preempted; /* out: an encrypted record */
+    bool stalled; /* too slow for its context's pace with no switch seen (core/record.c) */
     uint64_t crypto_ns, gcm_ns, gcm_bytes;
     int gcm_fn; /* 0 none, 1 decrypt, 2 ctr32, 3 both */
 };

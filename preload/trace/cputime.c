@@ -53,6 +53,18 @@ uint64_t tlsm_cpu_preempted(void)
     return atomic_load(&preempted);
 }
 
+static _Atomic uint64_t stalled;
+
+void tlsm_cpu_count_stalled(void)
+{
+    atomic_fetch_add_explicit(&stalled, 1, memory_order_relaxed);
+}
+
+uint64_t tlsm_cpu_stalled(void)
+{
+    return atomic_load(&stalled);
+}
+
 /* This thread's task-clock page, the descriptor closed at once: the mapping holds the event,
  * so tlsmeter keeps no descriptor per thread (programs close all fds; RLIMIT_NOFILE). */
 static const volatile struct perf_event_mmap_page *perf_page(int *err)
@@ -228,4 +240,5 @@ void tlsm_cpu_atfork_child(void)
     tlsm_th.cpu_page = NULL; /* not mapped here: never touch or unmap it */
     tlsm_th.cpu_rseq = NULL;
     atomic_store(&preempted, 0);
+    atomic_store(&stalled, 0);
 }

@@ -42,6 +42,7 @@ struct tlsm_cpu_span {
     uint64_t cpu_ns;  /* on-CPU ns under perf-clock, else wall ns */
     uint64_t wall_ns; /* wall ns */
     uint32_t preempt; /* context switches seen (1 = at least one, for rseq) */
+    bool stall;       /* a record's only, set by core/record.c: no switch, yet too slow */
 };
 
 extern const struct rseq_cs tlsm_rseq_desc;
@@ -51,6 +52,9 @@ void tlsm_cpu_thread_setup(struct tlsm_thread *th);
  * (core/record.c), not by every span (a handshake part has its own count, conn.hs). */
 void tlsm_cpu_count_preempted(void);
 uint64_t tlsm_cpu_preempted(void);
+/* Records flagged `stall` (core/record.c): end line `stalled`. */
+void tlsm_cpu_count_stalled(void);
+uint64_t tlsm_cpu_stalled(void);
 
 static inline uint64_t tlsm_cpu_cycles(void)
 {

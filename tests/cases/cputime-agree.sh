@@ -2,15 +2,17 @@
 # cputime-agree: the on-CPU method `auto` picks on this kernel measures on-CPU time. With
 # TLSMETER_CPUTIME_CHECK=1 the preload also reads the kernel's own thread CPU clock
 # (CLOCK_THREAD_CPUTIME_ID) around every record and writes both sums in the end line
-# (records the method flagged as preempted are left out of both, as the analyzer leaves them
-# out of ns/B). For a curl download of >= 256 records, alone and with a busy process pinned to
-# the same CPU, the method's sum must agree with the thread clock's within 5 % (after the
-# clock reads' own cost, measured in the same process), and the contended run must flag
-# preempted records unless the method is exact (perf-clock). The pass lines name the method
-# and why (the header's cputime and cputime_why): on x86_64 KVM guests perf-switch (no
-# cap_user_time); in Debian's arm64 kernel under TCG, whatever that kernel offers
-# (scripts/arm64vm, make check-arm64vm). qemu-user has no such kernel: skipped there.
-# tlsm-arch: aarch64
+# (records the method flagged as preempted or stalled are left out of both, as the analyzer
+# leaves them out of ns/B). For a curl download of >= 256 records, pinned to the server's CPU
+# (a single-core board), alone and with a busy process on the same CPU, the method's sum
+# must agree with the thread clock's (after the clock reads' own cost, measured before each
+# span) within 5 % for perf-clock, 35 % for the wall-based methods (a VM's steady per-record
+# gap, docs/cputime.md), and the contended run must flag records
+# unless the method is exact (perf-clock). The pass lines name the method and why (the
+# header's cputime and cputime_why): on x86_64 KVM guests perf-switch (no cap_user_time); in
+# Debian's arm64 kernel under TCG, whatever that kernel offers (scripts/arm64vm, make
+# check-arm64vm). qemu-user has no such kernel: skipped there.
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
@@ -23,7 +25,7 @@ if under_qemu; then
     skip "$N: qemu-user runs on the host's kernel and emulates the clocks (run it in the arm64 VM: make check-arm64vm)"
     exit 0
 fi
-MIB=${TLSM_CPUTIME_MIB:-8}
+MIB=${TLSM_CPUTIME_MIB:-32}
 tls_make_file c.bin $((MIB * 1048576))
 if ! tls_server_start 1.3 TLS_AES_128_GCM_SHA256; then
     fail "$N: openssl s_server did not start"
@@ -45,16 +47,26 @@ if not c:
     sys.exit("no cputime_check in the end line")
 method, why = hdr.get("cputime"), hdr.get("cputime_why", "")
 n, pre = c["records"], c["preempted"]
-thread = c["thread_ns"] - n * c["pair_ns"]
+# Each record's thread figure carries one read of the clock: its cost was measured just
+# before the span (pair_sum_ns); older builds give only the median at exit (pair_ns).
+pairs = c["pair_sum_ns"] if "pair_sum_ns" in c else n * c["pair_ns"]
+thread = c["thread_ns"] - pairs
 crypto = c["crypto_ns"]
 if n < 100:
     sys.exit("only %d unflagged records" % n)
+st = c.get("stalled", 0)
 ratio = crypto / thread if thread > 0 else float("inf")
-msg = "method %s%s: %d records, method %.2f ms, thread clock %.2f ms (%.1f ms of reads taken off), ratio %.3f, %d preempted" % (
-    method, " (%s)" % why if why else "", n, crypto / 1e6, thread / 1e6, n * c["pair_ns"] / 1e6, ratio, pre)
-if abs(ratio - 1) > 0.05:
+# perf-clock reads the task clock itself: 5 %. A wall clock (perf-switch, rseq) runs ahead of
+# the thread clock on a KVM guest by a steady gap per record (tests/tools/cputime_check.py
+# TOL): 35 % there.
+tol = 0.05 if method == "perf-clock" else 0.35
+msg = "method %s%s: %d records, method %.2f ms, thread clock %.2f ms (%.1f ms of reads taken off), ratio %.3f (tolerance %.0f %%), %d preempted, %d stalled (%.2f ms of span, %.2f ms of thread clock)" % (
+    method, " (%s)" % why if why else "", n, crypto / 1e6, thread / 1e6, pairs / 1e6,
+    ratio, 100 * tol, pre, st, c.get("stalled_crypto_ns", 0) / 1e6,
+    c.get("stalled_thread_ns", 0) / 1e6)
+if abs(ratio - 1) > tol:
     sys.exit("disagree: " + msg)
-if contended and method != "perf-clock" and method != "wall" and pre == 0:
+if contended and method != "perf-clock" and method != "wall" and pre + st == 0:
     sys.exit("a busy process on the same CPU, yet no record flagged: " + msg)
 print("ok " + msg)
 PY
@@ -84,7 +96,7 @@ run() {
     [ "${#TRACES[@]}" -eq 1 ] || { fail "$N $1: ${#TRACES[@]} traces, want 1"; return 1; }
 }
 
-TLS_RUNAS=(${TLSM_CPUTIME_PIN:+taskset -c "$cpu"})
+TLS_RUNAS=(taskset -c "$cpu")
 if run alone; then
     verdict "$N alone: the method's crypto time agrees with the thread CPU clock" "${TRACES[0]}" 0
 fi

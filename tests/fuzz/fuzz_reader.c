@@ -24,7 +24,7 @@ static void same_event(const struct event *a, const struct event *b)
         a->have_tag_ok != b->have_tag_ok || (a->have_tag_ok && a->tag_ok != b->tag_ok))
         abort();
     for (k = 0; k < I_N; k++)
-        if ((a->have_i & (1u << k)) && a->i[k] != b->i[k])
+        if ((a->have_i & (1ull << k)) && a->i[k] != b->i[k])
             abort();
     for (k = 0; k < S_N; k++)
         if ((a->have_s & (1u << k)) &&

@@ -1,22 +1,21 @@
 #!/usr/bin/env python3
-"""cputime_check: ns/B and crypto share of CPU read straight from traces (independent of the
-analyzer), and the contention rule of a run pinned to one CPU beside a busy
-process must agree with the same download alone.
+"""cputime_check: a traced run's crypto time against the kernel's thread CPU clock, and ns/B
+and crypto share read straight from traces (independent of the analyzer).
 
     cputime_check.py summary TRACE...            one line of figures per trace
-    cputime_check.py compare ALONE CONTENDED... [--min-flagged N]
-        exit 0 when every CONTENDED trace has ns/B within 25 % and crypto share within 7
-        points of ALONE, shares <= 100 %, and (methods that detect) >= N records flagged.
-        ALONE may be several lone runs, comma-separated: their mean is the baseline. (The
-        lowest of them was, but two lone runs of one download differ by up to ~10 % on
-        this shared VM, and against the lowest a contended run's ordinary noise crossed
-        the 25 % bound; what the bound is for, wall time leaking in, at least doubles ns/B,
-        which stays far outside it against a baseline even 25 % high.)
+    cputime_check.py agree [--contended] TRACE...
+        for traces taken with TLSMETER_CPUTIME_CHECK=1 (each rec line carries thread_ns, the
+        thread clock over the same span, less the cost of one read of it measured just
+        before): exit 0 when, over >= 100 records flagged neither `preempt` nor `stall`, the
+        method's crypto_ns sum agrees with the thread clock's (within 5 % for perf-clock,
+        35 % for methods that read wall time: see TOL); shares <= 100 %; the end
+        line's preempted and stalled counts match the flags; and, --contended, that records
+        were flagged (unless the method is perf-clock, which needs no flag).
 
-ns/B: sum of crypto_ns over sum of pt of bulk records (pt >= 2048), flagged (`preempt`)
-records left out unless the trace's cputime is perf-clock (then crypto_ns is exact).
-Crypto share: sum of crypto_ns, each flagged record counted as pt x the median ns/B of the
-unflagged records of its size class, over end.user_ns + end.sys_ns."""
+ns/B: sum of crypto_ns over sum of pt of bulk records (pt >= 2048), flagged records left out
+(`stall` always; `preempt` unless the trace's cputime is perf-clock: then crypto_ns is exact).
+Crypto share: sum of crypto_ns, each left-out record counted as pt x the median ns/B of the
+kept records of its size class, over end.user_ns + end.sys_ns."""
 import json
 import statistics
 import sys
@@ -39,7 +38,7 @@ def read(path):
             elif o["ev"] == "rec" and o.get("dir", "in") == "in":
                 recs.append(o)
             elif o["ev"] == "rec":
-                out_flagged += bool(o.get("preempt"))
+                out_flagged += bool(o.get("preempt") or o.get("stall"))
             elif o["ev"] == "end":
                 end = o
     if not header or not end or not recs:
@@ -51,8 +50,11 @@ def figures(path):
     header, end, recs, out_flagged = read(path)
     method = header.get("cputime", "wall")
     exact = method == "perf-clock"
-    kept = [r for r in recs if exact or not r.get("preempt")]
-    flagged = [r for r in recs if r.get("preempt")]
+    def left_out(r):
+        return r.get("stall") or (r.get("preempt") and not exact)
+
+    kept = [r for r in recs if not left_out(r)]
+    flagged = [r for r in recs if r.get("preempt") or r.get("stall")]
     medians = {}
     for cls in ("tiny", "small", "bulk"):
         v = [r["crypto_ns"] / r["pt"] for r in kept if r["pt"] > 0 and size_class(r["pt"]) == cls]
@@ -64,7 +66,7 @@ def figures(path):
     crypto = 0.0
     for r in recs:
         m = medians[size_class(r["pt"])] if r["pt"] > 0 else None
-        if r.get("preempt") and not exact and m is not None:
+        if left_out(r) and m is not None:
             crypto += r["pt"] * m
         else:
             crypto += r["crypto_ns"]
@@ -72,7 +74,8 @@ def figures(path):
     cpu = end["user_ns"] + end["sys_ns"] - max(header.get("start_cpu_ns", 0), 0)
     return {
         "path": path, "method": method, "recs": len(recs), "flagged": len(flagged),
-        "end_preempted": end.get("preempted", 0), "out_flagged": out_flagged, "nspb": nspb,
+        "end_flagged": end.get("preempted", 0) + end.get("stalled", 0),
+        "out_flagged": out_flagged, "nspb": nspb,
         "share": 100.0 * crypto / cpu if cpu else float("inf"), "cpu_s": cpu / 1e9,
         "wall_gt_cpu": sum(1 for r in recs if r.get("wall_ns", 0) > r["crypto_ns"]),
     }
@@ -84,44 +87,55 @@ def show(f):
                f["share"], f["cpu_s"]))
 
 
-def compare(alone, others, min_flagged):
+# How far a method's sum may stray from the thread clock's. perf-clock reads the task clock
+# itself: 5 % (the arm64 VM under TCG: 0.976-0.978). A wall clock (perf-switch, rseq) on this
+# KVM guest, client and server on one CPU, runs ahead of the thread clock by a steady
+# 0.3-0.7 us per 16 KiB record (ratios 1.06-1.22 over >= 2000 records), a gap neither clock
+# explains and that the same AES-GCM calls outside TLS do not show (0.99): named in
+# docs/cputime.md, tolerated here. 35 % still fails what the check is for: wall time leaking
+# in at a switch or an interrupt at least doubles the sum.
+TOL = {"perf-clock": 0.05}
+TOL_WALL = 0.35
+
+
+def agree(paths, contended):
     bad = []
-    lone = []
-    for path in alone.split(","):
+    for path in paths:
+        header, end, recs, out_flagged = read(path)
         f = figures(path)
-        print("alone      " + show(f))
+        method = f["method"]
+        timed = [r for r in recs if "thread_ns" in r]
+        if not timed:
+            bad.append("%s: no thread clock in it (taken without TLSMETER_CPUTIME_CHECK=1?)" % path)
+            continue
+        kept = [r for r in timed if not r.get("preempt") and not r.get("stall")]
+        stalled = [r for r in timed if r.get("stall")]
+        ns = sum(r["crypto_ns"] for r in kept)
+        thread = sum(r["thread_ns"] for r in kept)  # one read's cost already taken off
+        tol = TOL.get(method, TOL_WALL)
+        ratio = ns / thread if thread > 0 else float("inf")
+        print("%s: %s: %d records kept, method %.2f ms, thread clock %.2f ms, ratio %.3f "
+              "(tolerance %.0f %%); %d preempted, %d stalled (%.2f ms of span, "
+              "%.2f ms of thread clock); share %.1f %%"
+              % (path.rsplit("/", 1)[-1], method, len(kept), ns / 1e6, thread / 1e6, ratio,
+                 100 * tol, f["flagged"] - len(stalled), len(stalled),
+                 sum(r["crypto_ns"] for r in stalled) / 1e6,
+                 sum(r["thread_ns"] for r in stalled) / 1e6, f["share"]))
+        if len(kept) < 100:
+            bad.append("%s: only %d unflagged records with the thread clock" % (path, len(kept)))
+        elif abs(ratio - 1) > tol:
+            bad.append("%s: the method's %.2f ms against the thread clock's %.2f ms (ratio %.3f,"
+                       " want within %.1f %%)" % (path, ns / 1e6, thread / 1e6, ratio, 100 * tol))
         if f["share"] > 100:
             bad.append("%s: share %.1f %% > 100 %%" % (path, f["share"]))
-        lone.append(f)
-    # The reference: the lone runs' mean (see the docstring: the lowest is biased low).
-    a = {k: sum(f[k] for f in lone) / len(lone) for k in ("nspb", "cpu_s", "share")}
-    for path in others:
-        c = figures(path)
-        print("contended  " + show(c))
-        ratio = c["nspb"] / a["nspb"]
-        # A co-runner can slow the process itself (shared caches, an SMT sibling on the host):
-        # then its CPU time rises too, and ns/B following it is the truth, not wall time
-        # leaking in. Wall-time leakage inflates ns/B while the process's CPU stays put.
-        cpu_ratio = c["cpu_s"] / a["cpu_s"] if a["cpu_s"] > 0 else 1.0
-        if not 0.75 <= ratio <= 1.25 and not (cpu_ratio > 1 and ratio / cpu_ratio <= 1.10):
-            bad.append("%s: ns/B %.4f is %.2fx the lone run's %.4f (want within 25 %%, or within"
-                       " 10 %% of the process's own CPU change, %.2fx)"
-                       % (path, c["nspb"], ratio, a["nspb"], cpu_ratio))
-        if abs(c["share"] - a["share"]) > 7:
-            bad.append("%s: crypto share %.1f %% vs %.1f %% alone (want within 7 points)"
-                       % (path, c["share"], a["share"]))
-        if c["share"] > 100:
-            bad.append("%s: share %.1f %% > 100 %%" % (path, c["share"]))
-        seen = c["wall_gt_cpu"] if c["method"] == "perf-clock" else c["flagged"]
-        if c["method"] != "wall" and seen < min_flagged:
-            bad.append("%s: only %d records saw a switch (want >= %d: was there contention?)"
-                       % (path, seen, min_flagged))
-        # end.preempted counts the records of both directions (the request's sealed
-        # records too), never the handshake parts (those are conn.hs.preempt).
-        if c["flagged"] + c["out_flagged"] != c["end_preempted"]:
-            bad.append("%s: %d records flagged (%d decrypted, %d sealed) but end.preempted = %d"
-                       % (path, c["flagged"] + c["out_flagged"], c["flagged"],
-                          c["out_flagged"], c["end_preempted"]))
+        if contended and method not in ("perf-clock", "wall") and f["flagged"] < 1:
+            bad.append("%s: a busy process on the same CPU, yet no record flagged" % path)
+        # end.preempted and end.stalled count the records of both directions (the request's
+        # sealed records too), never the handshake parts (those are conn.hs.preempt).
+        if f["flagged"] + out_flagged != f["end_flagged"]:
+            bad.append("%s: %d records flagged (%d decrypted, %d sealed) but the end line says %d"
+                       % (path, f["flagged"] + out_flagged, f["flagged"], out_flagged,
+                          f["end_flagged"]))
     for b in bad:
         print("bad " + b)
     return 1 if bad else 0
@@ -132,13 +146,12 @@ def main(argv):
         for p in argv[1:]:
             print(show(figures(p)))
         return 0
-    if len(argv) >= 3 and argv[0] == "compare":
-        args, min_flagged = argv[1:], 0
-        if "--min-flagged" in args:
-            i = args.index("--min-flagged")
-            min_flagged = int(args[i + 1])
-            del args[i:i + 2]
-        return compare(args[0], args[1:], min_flagged)
+    if len(argv) >= 2 and argv[0] == "agree":
+        args, contended = argv[1:], False
+        if "--contended" in args:
+            args.remove("--contended")
+            contended = True
+        return agree(args, contended) if args else 2
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -215,11 +215,18 @@ class Figures:
             c["ns"] += ns
             # A record's on-CPU weight: a switched-out one counts pt at the ns/B of the records
             # of its bucket and class before it (at most its own ns), else its own ns.
-            b = sums.setdefault((r.get("lib", 0), r.get("cipher", ""), r.get("path", ""),
-                                 size_class(pt)), [0, 0])
-            out = r.get("preempt", 0) > 0 and not exact
+            bk = (r.get("lib", 0), r.get("cipher", ""), r.get("path", ""), size_class(pt))
+            b = sums.setdefault(bk, [0, 0])
+            # A stalled one (rec.stall) likewise under every method; before its class has any
+            # records, at the ns/B of another class of its bucket (bulk first), else 0.
+            stall = r.get("stall", 0) > 0
+            out = stall or (r.get("preempt", 0) > 0 and not exact)
             if out and pt and b[1]:
                 c["w"] += min(ns, pt * b[0] // b[1])
+            elif stall:
+                o = [sums.get(bk[:3] + (k,)) for k in reversed(CLASSES)]
+                o = [x for x in o if x and x[1]]
+                c["w"] += min(ns, pt * o[0][0] // o[0][1]) if o and pt else 0
             else:
                 c["w"] += ns
             if not out:
@@ -295,8 +302,10 @@ def check(trace, report):
     ck.cmp("crypto_ns_written", rep["crypto_ns_written"],
            sum(max(r["crypto_ns"], 0) for r in recs), 0)
     exact = hdr.get("cputime") == "perf-clock"
-    left = sum(1 for r in recs if r.get("preempt", 0) > 0 and not exact)
+    left = sum(1 for r in recs if r.get("preempt", 0) > 0 and not exact and not r.get("stall"))
     ck.cmp("records_left_out", rep["records_left_out"], left, 0)
+    ck.cmp("records_stalled", rep.get("records_stalled", 0),
+           sum(1 for r in recs if r.get("stall", 0) > 0), 0)
     if end.get("user_ns") is not None:
         # The CPU of the traced span: the end line's minus the header's CPU at the start.
         cpu = end["user_ns"] + end.get("sys_ns", 0) - max(hdr.get("start_cpu_ns", 0), 0)
