@@ -449,7 +449,7 @@ static inline __attribute__((always_inline)) void io_end(struct tlsm_conn_scope 
          * the kernel does it for this connection (kTLS makes no EVP call). */
         if (got > 0 && !io->recs && !cs->ktls_asked[dir]) {
             cs->ktls_asked[dir] = true;
-            tlsm_blind_ktls(cs->lib, ssl, cs->id, dir == TLSM_DIR_OUT);
+            tlsm_blind_ktls(cs->lib, ssl, &cs->id, tlsm_conn_new_id, dir == TLSM_DIR_OUT);
         }
     }
     if (tlsm_summary_on()) { /* both directions: writes are kept as reads are */
@@ -488,9 +488,25 @@ void tlsm_io_leave_sendfile(struct tlsm_conn_scope *sc, const SSL *ssl, int64_t 
     conn_leave(sc);
 }
 
-void tlsm_conn_free(const SSL *ssl)
+uint32_t tlsm_conn_new_id(void)
+{
+    return atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
+}
+
+void tlsm_conn_free(const SSL *ssl, struct tlsm_obj *lib)
 {
     struct tlsm_conn_state *cs = ssl ? tlsm_table_get(&conns, ssl) : NULL;
+    /* A direction no hooked call carried a record of, not asked yet: it may have gone through
+     * an SSL BIO (s_server -WWW writes with BIO_write, inside libssl) with kTLS doing the
+     * crypto. OpenSSL's BIOs still say so here, before the real SSL_free. */
+    uint32_t id = cs ? cs->id : 0;
+    for (int dir = 0; ssl && dir < 2; dir++)
+        if (!cs || (!cs->ktls_asked[dir] && !cs->tot[dir].recs)) {
+            if (cs)
+                cs->ktls_asked[dir] = true;
+            tlsm_blind_ktls(cs && cs->lib ? cs->lib : lib, ssl, &id, tlsm_conn_new_id,
+                            dir == TLSM_DIR_OUT);
+        }
     if (!cs)
         return;
     if (cs->id && tlsm_trace_ready()) {

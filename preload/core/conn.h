@@ -74,7 +74,10 @@ tlsm_io_leave(struct tlsm_conn_scope *sc, const SSL *ssl, enum tlsm_dir dir, con
  * direction and the connection (crypto_ns as in its rec event; preempted: it carries a
  * `preempt` flag). */
 void tlsm_conn_add_record(enum tlsm_dir dir, uint64_t crypto_ns, bool preempted);
-/* SSL_free: write the close event, forget the connection. */
-void tlsm_conn_free(const SSL *ssl);
+/* SSL_free (lib: the instance whose SSL_free it is): ask kTLS of the directions no hooked call
+ * showed (blind.h tlsm_blind_ktls), write the close event, forget the connection. */
+void tlsm_conn_free(const SSL *ssl, struct tlsm_obj *lib);
+/* A connection id for one no hooked call made a state for (a kTLS one found at SSL_free). */
+uint32_t tlsm_conn_new_id(void);
 
 #endif

@@ -324,7 +324,8 @@ static void write_ktls_event(const struct tlsm_obj *lib, uint32_t conn, bool out
         tlsm_trace_line(line, n);
 }
 
-void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn, bool out)
+void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t *conn,
+                     uint32_t (*new_id)(void), bool out)
 {
     const struct tlsm_abi *a = lib ? &lib->abi : NULL;
     int (*ask)(const struct tlsm_abi *, const struct ssl_st *) = !a    ? NULL
@@ -342,8 +343,10 @@ void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t co
         tlsm_warn("%s %s with kernel TLS (kTLS): the kernel %s those connections' records, "
                   "their crypto cost is not in the trace",
                   lib->path, out ? "sends" : "receives", out ? "encrypts" : "decrypts");
+    if (!*conn)
+        *conn = new_id();
     if (tlsm_trace_ready())
-        write_ktls_event(lib, conn, out);
+        write_ktls_event(lib, *conn, out);
 }
 
 /* The forwarding cache as (caller object, target object, functions) triples. */

@@ -19,11 +19,14 @@ struct ssl_st;
  * (caller object, target) pair the hooks forwarded for. One stderr line per blind object. */
 void tlsm_blind_at_exit(void);
 /* kTLS: conn.c calls this once per connection and direction, at its first read (out: write)
- * that returned bytes without decrypting (sealing) a record. Asks the instance
+ * that returned bytes without decrypting (sealing) a record, and at SSL_free for a direction
+ * no hooked call carried (an SSL BIO's, inside libssl). Asks the instance
  * BIO_get_ktls_recv(SSL_get_rbio(ssl)) (out: BIO_get_ktls_send(SSL_get_wbio(ssl))); when the
- * kernel does the crypto, writes a blind event (what "ktls", dir "in" or "out") and, once per
- * instance and direction, a notice on stderr. */
-void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t conn, bool out);
+ * kernel does the crypto, writes a blind event (what "ktls", dir "in" or "out"; *conn 0, a
+ * connection no hooked call saw, gets new_id() there) and, once per instance and direction,
+ * a notice on stderr. */
+void tlsm_blind_ktls(struct tlsm_obj *lib, const struct ssl_st *ssl, uint32_t *conn,
+                     uint32_t (*new_id)(void), bool out);
 /* blind_calls.c: objects whose SSL_* calls bind past the hooks (RTLD_DEEPBIND, dlmopen).
  * record.c calls tlsm_blind_orphan_record for a record decrypted with no hooked SSL_* call in
  * flight on its thread (now: a tick after it): a compare unless a scan is due (at most once a

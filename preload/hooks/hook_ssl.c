@@ -148,7 +148,7 @@ TLSM_EXPORT void SSL_free(SSL *s)
         return;
     if (tlsm_tracing(&tlsm_th)) {
         int saved = errno;
-        tlsm_conn_free(s);
+        tlsm_conn_free(s, f.target);
         errno = saved;
     }
     TLSM_REAL(SSL_free, f)(s);

@@ -23,7 +23,9 @@
 #     record; the report says encryption moved into the kernel, never "not the bottleneck";
 #     s_server's log and the client's output as in an untraced run. A client that sends its
 #     request with SSL_sendfile (tests/progs/sendfileget.c): the same for its 23 bytes, and
-#     SSL_sendfile's return value and errno as without tlsmeter.
+#     SSL_sendfile's return value and errno as without tlsmeter. And s_server -WWW without
+#     -sendfile: its SSL BIO writes inside libssl (no hooked call, no record); the ktls
+#     entry dir out comes from SSL_free, and the report says encryption moved into the kernel.
 #  3. the same programs without kTLS asked for: records seen as always, no ktls entry, the
 #     kernel's counters unchanged, the same bytes.
 # Skips (saying why) where there is no real kernel with tls: under qemu-user, without root to
@@ -335,11 +337,12 @@ fi
 
 # ---- 2. (and 3.) s_server -WWW -sendfile: the file goes out through SSL_sendfile ----
 # sendfile_run NAME PREFIX CONF: traced s_server -WWW -sendfile (UNTRACED=1: without the
-# preload), an untraced s_client GET.
+# preload; NO_SENDFILE=1: without -sendfile), an untraced s_client GET.
 sendfile_run() {
-    local name=$1 p=$2
+    local name=$1 p=$2 sf=(-sendfile)
+    [ -n "${NO_SENDFILE:-}" ] && sf=()
     TX0=$(tls_stat TlsTxSw)
-    if ! traced_server "$p" /dev/null "$3" -tls1_3 -WWW -sendfile; then
+    if ! traced_server "$p" /dev/null "$3" -tls1_3 -WWW "${sf[@]}"; then
         fail "$name: s_server did not start: $(head -c 300 "$p.log")"
         return 1
     fi
@@ -391,4 +394,22 @@ if sendfile_run "$name" "$d/sf-off" ""; then
         all "grep -q 'sendfile requested but KTLS is not available' $d/sf-off.log" "[ $TX1 -eq $TX0 ]" \
             "[ $(tls_sha "$d/sf-off.client.body") = $file_sha ]" \
             "[ $(fact "$f" app_out) -ge $((SIZE / 16384)) ]" "want '$f' ktls_out=0 end_send_conns=0"
+fi
+
+# ---- s_server -WWW without -sendfile: its SSL BIO writes inside libssl (no hooked call) ----
+# kTLS on the socket all the same: the kernel encrypts. No write event, no record: the trace
+# learns it at SSL_free, from OpenSSL's own BIO state.
+name="vm-ktls SSL BIO"
+NO_SENDFILE=1 UNTRACED=1 sendfile_run "$name (untraced)" "$d/bio-plain" "$KTLS_CONF"
+if NO_SENDFILE=1 sendfile_run "$name" "$d/bio" "$KTLS_CONF"; then
+    f=$(facts "$TRACE")
+    check "$name: the kernel encrypted (TlsTxSw $TX0 -> $TX1), the client got the file; s_server's log and the client's output as without tlsmeter" \
+        all "[ $TX1 -eq $((TX0 + 1)) ]" "[ $(tls_sha "$d/bio.client.body") = $file_sha ]" \
+            "same_log $d/bio-plain.log $d/bio.log" "tls_same_run x $d/bio-plain.client $d/bio.client"
+    check "$name: trace: ktls entry dir out (blind event and end), found at SSL_free; no application record sealed" \
+        want "$f" ktls_out=1 end_send_conns=1 app_out=0
+    run_tool "$A" "$TRACE" >"$d/bio.report" 2>&1
+    check "$name: report: encryption moved into the kernel, never crypto is not the bottleneck" \
+        all "grep -q 'sent with kernel TLS (kTLS): encryption moved into the kernel' $d/bio.report" \
+            "! grep -q 'not the bottleneck' $d/bio.report"
 fi
