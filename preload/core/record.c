@@ -232,27 +232,28 @@ static bool stall_judge(struct tlsm_rec_state *st, int32_t pt, const struct tlsm
     int k = pt < 256 ? 0 : pt < 2048 ? 1 : 2;
     __typeof__(st->pace[0]) *p = &st->pace[k];
     uint64_t units = k ? (uint64_t)pt : 1, scale = k ? 1024 : 1;
-    uint64_t q = sp->cpu_ns * scale / units; /* ns per KiB, or per record */
-    if (q > UINT32_MAX)
-        q = UINT32_MAX;
+    bool warm = p->n >= STALL_WARMUP && p->units;
     if (!p->n) {
         if (sp->cpu_ns >= STALL_UNPACED_NS + (uint64_t)pt * STALL_MAX_NSPB)
             return true;
-        p->min_q = (uint32_t)q;
-        p->n = 1;
-        return false;
+    } else if (sp->cpu_ns >= STALL_MIN_NS) { /* below it no record is judged: no division */
+        uint64_t expect = warm ? (uint64_t)((unsigned __int128)p->ns * units / p->units)
+                               : (uint64_t)p->min_q * units / scale;
+        if (sp->cpu_ns > (warm ? STALL_RATIO : STALL_WARMUP_RATIO) * expect &&
+            sp->cpu_ns - expect >= STALL_MIN_NS)
+            return true;
     }
-    bool warm = p->n >= STALL_WARMUP && p->units;
-    uint64_t expect = warm ? (uint64_t)((unsigned __int128)p->ns * units / p->units)
-                           : (uint64_t)p->min_q * units / scale;
-    if (sp->cpu_ns > (warm ? STALL_RATIO : STALL_WARMUP_RATIO) * expect &&
-        sp->cpu_ns - expect >= STALL_MIN_NS)
-        return true;
-    if (q < p->min_q)
-        p->min_q = (uint32_t)q;
+    if (!warm) {                                 /* the fastest record so far: the warm-up's pace */
+        uint64_t q = sp->cpu_ns * scale / units; /* ns per KiB, or per record */
+        q = q > UINT32_MAX ? UINT32_MAX : q;
+        if (!p->n || q < p->min_q)
+            p->min_q = (uint32_t)q;
+    }
+    if (!p->n++)
+        return false; /* the first record never enters the mean */
     p->ns += sp->cpu_ns;
     p->units += units;
-    if (++p->n >= STALL_HALVE_N) {
+    if (p->n >= STALL_HALVE_N) {
         p->ns /= 2;
         p->units /= 2;
         p->n /= 2;
