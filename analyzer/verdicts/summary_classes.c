@@ -105,9 +105,13 @@ static void cputime_text(struct summary *s)
     n = strlen(s->cputime_text);
     if (s->recs_stalled) /* preload/core/record.c stall_judge */
         n += (size_t)snprintf(s->cputime_text + n, sizeof(s->cputime_text) - n,
-                              "; %llu more took over 4x their connection's ns/B with no switch "
-                              "seen (interrupts handled inside them), estimated likewise",
-                              (unsigned long long)s->recs_stalled);
+                              "; %llu %s took over 4x their connection's ns/B with no switch "
+                              "seen (interrupts handled inside them), estimated %s",
+                              (unsigned long long)s->recs_stalled,
+                              s->recs_left_out ? "more" : "records",
+                              s->recs_left_out ? "likewise"
+                                               : "at their group's ns/B and left out of the "
+                                                 "ns/B figures");
     if (n >= sizeof(s->cputime_text))
         n = sizeof(s->cputime_text) - 1;
     if (why && !strcmp(why, "no cap_user_time"))

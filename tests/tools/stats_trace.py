@@ -59,8 +59,10 @@ class Gen:
                            "role": "client", "proto": "TLSv1.3",
                            "suite": "TLS_AES_128_GCM_SHA256", "hs_ns": 100000})
 
-    def rec(self, cipher, pt, nspb, gcm_fn, preempt=0, off_ns=0, fixed_ns=0):
-        ns = int(round(fixed_ns + nspb * pt))
+    def rec(self, cipher, pt, nspb, gcm_fn, preempt=0, off_ns=0, fixed_ns=0, stall_ns=0):
+        # stall_ns: time no method sees (an interrupt, a VM's steal) inside the record, under
+        # every cputime method: the preload flags such a record `stall`.
+        ns = int(round(fixed_ns + nspb * pt)) + stall_ns
         r = {"ev": "rec", "t": self.t, "tid": 7, "conn": 1, "read": 0, "dir": "in",
              "tls": "1.3", "type": 23, "len": pt + 17, "pt": pt, "cipher": cipher,
              "crypto_ns": ns + (off_ns if self.cputime != "perf-clock" else 0),
@@ -73,6 +75,8 @@ class Gen:
             r["preempt"] = preempt
         if off_ns and self.cputime == "perf-clock":
             r["wall_ns"] = ns + off_ns
+        if stall_ns:
+            r["stall"] = 1
         self.lines.append(r)
         self.t += r["crypto_ns"] + 2000
         self.recs += 1
@@ -90,7 +94,8 @@ class Gen:
         self.lines.append({"ev": "end", "t": wall, "events": len(self.lines) + 1, "dropped": 0,
                            "user_ns": user_ns if user_ns is not None else 3 * wall,
                            "sys_ns": sys_ns, "wall_ns": wall, "hooks": {}, "unfired": [],
-                           "preempted": sum(1 for x in self.lines if x.get("preempt"))})
+                           "preempted": sum(1 for x in self.lines if x.get("preempt")),
+                           "stalled": sum(1 for x in self.lines if x.get("stall"))})
 
     def write(self, path):
         with open(path, "w") as f:
@@ -98,21 +103,26 @@ class Gen:
                 f.write(json.dumps(x, separators=(",", ":")) + "\n")
 
 
-def mixed(g, preempt_every=10):
+def mixed(g, preempt_every=10, stall_every=13):
     """Hardware AES-128-GCM: tiny, small and bulk records with their own costs, every
-    preempt_every-th bulk record switched out for 20x its time; ChaCha20 bulk records too."""
+    preempt_every-th bulk record switched out for 20x its time, every stall_every-th other one
+    stalled (and the first small record: no record of its class before it); ChaCha20 bulk
+    records too."""
     for i in range(900):
         k = i % 3
         if k == 0:
-            g.rec("AES-128-GCM", g.rnd.randint(5, 250), g.lognormal(30, 0.4), "ctr32")
+            g.rec("AES-128-GCM", g.rnd.randint(5, 250), g.lognormal(30, 0.4), "ctr32",
+                  stall_ns=400000 if i % (3 * stall_every) == 3 * 7 else 0)
         elif k == 1:
-            g.rec("AES-128-GCM", g.rnd.randint(256, 2047), g.lognormal(2.5, 0.3), "both")
+            g.rec("AES-128-GCM", g.rnd.randint(256, 2047), g.lognormal(2.5, 0.3), "both",
+                  stall_ns=250000 if i == 1 else 0)
         else:
             pt = g.rnd.choice((4096, 8192, 16384))
             nspb = g.lognormal(0.3, 0.15)
             out = (i // 3) % preempt_every == 0
+            st = not out and (i // 3) % stall_every == 5
             g.rec("AES-128-GCM", pt, nspb, "tail", preempt=1 if out else 0,
-                  off_ns=int(19 * nspb * pt) if out else 0)
+                  off_ns=int(19 * nspb * pt) if out else 0, stall_ns=int(40 * nspb * pt) if st else 0)
     for _ in range(200):
         g.rec("ChaCha20-Poly1305", 16384, g.lognormal(0.8, 0.1), None)
 
@@ -128,7 +138,7 @@ def scenario(name):
         # Crypto above the process CPU (tick-based accounting) and above wall x 1 thread.
         g = Gen("perf-clock", CAPS_HW, 12)
         g.header()
-        mixed(g, preempt_every=1 << 30)
+        mixed(g, preempt_every=1 << 30, stall_every=1 << 30)
         crypto = sum(x["crypto_ns"] for x in g.lines if x["ev"] == "rec" and x.get("dir", "in") == "in")
         g.end(user_ns=crypto // 3, sys_ns=crypto // 10, wall_ns=crypto // 2)
     elif name == "tiny-hw":
