@@ -122,18 +122,27 @@ static enum tlsm_dir dir_of(int enc)
     return enc ? TLSM_DIR_OUT : TLSM_DIR_IN;
 }
 
+/* The record cipher name of cipher when a libssl object (caller) keys it in copy target,
+ * else NULL. */
+static const char *libssl_aead(const void *caller, const EVP_CIPHER *cipher,
+                               struct tlsm_obj *target, bool *gcm)
+{
+    struct tlsm_obj *co = tlsm_obj_of(caller);
+    if (co)
+        tlsm_obj_describe(co);
+    *gcm = false;
+    if (co && co->has_ssl && target && tlsm_abi_traced(&target->abi) && target->abi.cipher_nid)
+        return aead_name(target->abi.cipher_nid(cipher), gcm);
+    return NULL;
+}
+
 /* A context libssl keys with an AEAD cipher becomes a record source, in its direction. */
 static void track(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
                   const unsigned char *iv, int enc, bool has_params, const void *caller,
                   struct tlsm_obj *target)
 {
-    struct tlsm_obj *co = tlsm_obj_of(caller);
-    if (co)
-        tlsm_obj_describe(co);
     bool gcm;
-    const char *name = NULL;
-    if (co && co->has_ssl && target && tlsm_abi_traced(&target->abi) && target->abi.cipher_nid)
-        name = aead_name(target->abi.cipher_nid(cipher), &gcm);
+    const char *name = libssl_aead(caller, cipher, target, &gcm);
     if (!name) {
         tlsm_rec_forget(ctx);
         return;
@@ -169,6 +178,17 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
         return;
     if (tlsm_rec_obs.keyed)
         tlsm_rec_obs.keyed(st, key, iv, has_params);
+}
+
+bool tlsm_rec_impl_cached(const struct tlsm_rec_state *st)
+{
+    return st->impl_cache && st->impl_id > 0 && st->impl_gen == tlsm_trace_generation();
+}
+
+bool tlsm_rec_keys_record(const void *caller, const EVP_CIPHER *cipher, struct tlsm_obj *target)
+{
+    bool gcm;
+    return libssl_aead(caller, cipher, target, &gcm) != NULL;
 }
 
 void tlsm_rec_keyed(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
@@ -296,7 +316,14 @@ static void rec_done(void *arg, struct tlsm_rsm_ctx *c, bool ok, int32_t pt)
     bool written = tlsm_summary_on() || (tlsm_cfg.records && tlsm_trace_ready());
     if (__builtin_expect(st->prov != 0, 0) && written && !st->routed)
         tlsm_prov_record(st->prov, st->lib, st->ctx);
-    int impl = written ? tlsm_impl_take() : 0;
+    int impl = 0;
+    if (written && tlsm_rec_impl_cached(st)) {
+        impl = st->impl_id;
+    } else if (written) {
+        impl = tlsm_impl_take();
+        if (st->impl_cache)
+            st->impl_id = impl, st->impl_gen = tlsm_trace_generation();
+    }
     if (tlsm_summary_on()) { /* totals and histograms (summary.c); no line in summary mode */
         struct tlsm_sum_rec r = {
             .cipher = c->cipher,

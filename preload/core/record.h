@@ -63,6 +63,13 @@ struct tlsm_rec_state {
         uint64_t ns, units;
         uint32_t n, min_q;
     } pace[3];
+    /* A context measured at its provider tables names the same code at every record of a
+     * key (the GCM context's pointers are set when it is keyed): its impl event id, taken at
+     * its first record, is kept for the others of this trace file (impl_gen), which then
+     * read nothing (impl_cache: the tables measure it; the GCM hooks note every record). */
+    bool impl_cache;
+    int impl_id;
+    unsigned impl_gen;
 };
 
 /* Who follows the tracked contexts besides the trace: the reroute (reroute/reroute.c)
@@ -199,6 +206,10 @@ static inline void tlsm_rec_after_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *ci
 }
 
 void tlsm_rec_forget(const EVP_CIPHER_CTX *ctx);
+/* The impl id of st's key is known for this trace file: nothing to read at its records. */
+bool tlsm_rec_impl_cached(const struct tlsm_rec_state *st);
+/* Would libssl keying cipher from caller in copy target make a record source (a TLS AEAD)? */
+bool tlsm_rec_keys_record(const void *caller, const EVP_CIPHER *cipher, struct tlsm_obj *target);
 /* Start tracking ctx (any pointer that names one record context: an EVP_CIPHER_CTX, or a
  * provider's cipher context reached through its dispatch table, hooks/hook_table.c) as a
  * record source of direction dir and cipher name (a static string) in instance target.

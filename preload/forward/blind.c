@@ -5,6 +5,7 @@
  * Also writes the forwarding table (`fwd` events): which caller object each hook sent
  * where, the same facts LD_DEBUG=bindings shows without tlsmeter. */
 #include "forward/blind.h"
+#include "forward/bindpast.h"
 #include "base/caps.h"
 #include "base/clock.h"
 #include "base/elfdyn.h"
@@ -85,7 +86,7 @@ static void check_slot(int name, uintptr_t slot, uintptr_t value, void *arg)
     (void)name;
     b->relocs++;
     uintptr_t v = *(const uintptr_t *)slot;
-    if (tlsm_is_self((const void *)v))
+    if (tlsm_is_self((const void *)v) || tlsm_bindpast_holds(slot))
         b->got_us++;
     else if (_dl_find_object((void *)v, &f) == 0 &&
              (f.dlfo_link_map != a->lm || (value && v == a->lm->l_addr + value)))

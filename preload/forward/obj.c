@@ -309,6 +309,10 @@ static void write_lib_event(struct tlsm_obj *o)
     if (o->has_crypto && (o->abi.kind == TLSM_ABI_OSSL3 || o->abi.kind == TLSM_ABI_OSSL111))
         tlsm_json_safe(&j, "gcm_layout",
                        tlsm_gcm_layout_name(tlsm_abi_gcm_layout(&o->abi, o->version)));
+    /* Its records measured at its default provider's cipher functions, its libssl's EVP and
+     * GCM calls bound past the hooks (hooks/hook_table.c, forward/bindpast.c). */
+    if (atomic_load(&o->tbl_records))
+        tlsm_json_safe(&j, "measured_at", "provider");
     if (o->late) /* reached once a dlopen had loaded it and run its constructors */
         tlsm_json_bool(&j, "late", true);
     if (o->abi.kind == TLSM_ABI_OLD || o->abi.kind == TLSM_ABI_FOREIGN)

@@ -45,6 +45,15 @@ struct tlsm_obj {
     _Atomic int ret_state;
     bool late; /* a copy reached after start, once its constructors had run (hook_late.c) */
     _Atomic int late_state; /* its late reach: 0 not begun, 1 under way, 2 done */
+    /* A copy the hooks reach whose records are measured at its provider tables
+     * (hooks/hook_table.c): its libssl's and its own per-record EVP and GCM calls are bound
+     * past the hooks (forward/bindpast.c); its EVP init hook only marks libssl's keys. */
+    _Atomic bool tbl_records;
+    bool tbl_gcm; /* ... and its GCM contexts name their code (its CRYPTO_gcm128_* calls too) */
+    /* ... and a libssl context of it that its tables do not serve (another provider, an
+     * ENGINE, a cipher without a wrapped table) is measured at the EVP hooks: the bindings
+     * were put back (tlsm_bindpast_undo), for good. */
+    _Atomic bool evp_records;
 };
 
 /* The object containing addr, registered on first sight (under the registry's own lock, taken

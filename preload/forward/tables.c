@@ -48,13 +48,16 @@ static int seg_kind(const struct tlsm_table_copy *c, uintptr_t addr, size_t len)
     return 0;
 }
 
-/* The NUL-terminated string s, starting after a NUL, in a read-only segment; 0 if absent. */
+/* The NUL-terminated string s, starting after a NUL, in a read-only segment; 0 if absent.
+ * Segments without code first: where the link keeps code apart (x86_64's -z separate-code),
+ * the strings are never in the code's segment, which is the largest. */
 static uintptr_t find_string(const struct tlsm_table_copy *c, const char *s)
 {
     size_t n = strlen(s) + 1;
-    for (int i = 0; i < c->phnum; i++) {
-        const ElfW(Phdr) *ph = &c->phdr[i];
-        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R))
+    for (int k = 0; k < 2 * c->phnum; k++) {
+        const ElfW(Phdr) *ph = &c->phdr[k % c->phnum];
+        if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R) ||
+            !(ph->p_flags & PF_X) != (k < c->phnum))
             continue;
         const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
         for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), s, n)); q++)
@@ -160,13 +163,31 @@ static bool exports_cipher(const struct link_map *lm)
  * text and does not export EVP_CipherUpdate, or binds to itself first, or is the program
  * (its own calls never cross a PLT: node carries OpenSSL in its executable). The cheap
  * questions first: the string search (marks.c) is the expensive one. */
-bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *lm,
-                       struct tlsm_table_copy *c)
+/* A copy that exports its API says its version and build target itself (static strings:
+ * OpenSSL_version needs no initialisation), instead of a search of its read-only data. */
+static bool api_version(const struct link_map *lm, struct tlsm_table_copy *c)
+{
+    void *h = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD);
+    const char *(*fn)(int) = h ? (const char *(*)(int))dlsym(h, "OpenSSL_version") : NULL;
+    struct dl_find_object f;
+    bool own = fn && _dl_find_object((void *)fn, &f) == 0 && f.dlfo_link_map == lm;
+    if (own) { /* OPENSSL_VERSION 0, OPENSSL_PLATFORM 3 (crypto.h, stable since 1.1.0) */
+        const char *v = fn(0), *p = fn(3);
+        snprintf(c->version, sizeof(c->version), "%s", v && !strncmp(v, "OpenSSL 3.", 10) ? v : "");
+        snprintf(c->platform, sizeof(c->platform), "%s", p ? p : "");
+    }
+    if (h)
+        tlsm_real_dlclose(h);
+    return own && c->version[0];
+}
+
+static bool judge(const struct dl_phdr_info *info, const struct link_map *lm,
+                  struct tlsm_table_copy *c, bool hooked)
 {
     bool named = lm->l_name && lm->l_name[0], symbolic = tlsm_elf_flags(lm).symbolic;
     bool exports = named && !symbolic && exports_cipher(lm);
     /* The name list as a whole string in the object's string constants (marks.h) */
-    if (exports || !tlsm_marks_of(info).provider)
+    if (exports != hooked || !tlsm_marks_of(info).provider)
         return false;
     memset(c, 0, sizeof(*c));
     c->lm = lm;
@@ -174,9 +195,23 @@ bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *l
     c->phnum = info->dlpi_phnum;
     c->exports = exports;
     c->symbolic = symbolic;
-    find_version(c, c->version, sizeof(c->version));
-    find_platform(c, c->platform, sizeof(c->platform));
+    if (!hooked || !api_version(lm, c)) {
+        find_version(c, c->version, sizeof(c->version));
+        find_platform(c, c->platform, sizeof(c->platform));
+    }
     return c->version[0] != 0;
+}
+
+bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *lm,
+                       struct tlsm_table_copy *c)
+{
+    return judge(info, lm, c, false);
+}
+
+bool tlsm_tables_judge_hooked(const struct dl_phdr_info *info, const struct link_map *lm,
+                              struct tlsm_table_copy *c)
+{
+    return judge(info, lm, c, true);
 }
 
 /* The search reads every loaded object's string constants (marks.c, kept for the exit's
@@ -185,18 +220,23 @@ bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *l
 static struct tlsm_table_copy cached[8];
 static int ncached = -1;
 
-static int find_copies(struct tlsm_table_copy *out, int max);
+static int find_copies(struct tlsm_table_copy *out, int max, bool hooked);
 
 int tlsm_tables_copies(struct tlsm_table_copy *out, int max)
 {
     if (ncached < 0)
-        ncached = find_copies(cached, (int)(sizeof(cached) / sizeof(cached[0])));
+        ncached = find_copies(cached, (int)(sizeof(cached) / sizeof(cached[0])), false);
     int n = ncached < max ? ncached : max;
     memcpy(out, cached, (size_t)n * sizeof(*out));
     return n;
 }
 
-static int find_copies(struct tlsm_table_copy *out, int max)
+int tlsm_tables_hooked_copies(struct tlsm_table_copy *out, int max)
+{
+    return find_copies(out, max, true);
+}
+
+static int find_copies(struct tlsm_table_copy *out, int max, bool hooked)
 {
     struct batch b = {.skip = 0};
     int kept = 0;
@@ -204,7 +244,7 @@ static int find_copies(struct tlsm_table_copy *out, int max)
         b.seen = b.n = 0;
         dl_iterate_phdr(batch_cb, &b);
         for (int i = 0; i < b.n && kept < max; i++)
-            kept += tlsm_tables_judge(&b.obj[i], b.lm[i], &out[kept]);
+            kept += judge(&b.obj[i], b.lm[i], &out[kept], hooked);
     } while (b.n == (int)(sizeof(b.obj) / sizeof(b.obj[0])) && kept < max);
     return kept;
 }
@@ -215,11 +255,13 @@ struct refs {
     int n;
 };
 
-static int ref_cb(uintptr_t where, uintptr_t value, void *arg)
+/* rs: NKNOWN names' refs. */
+static int refs_cb(uintptr_t where, uintptr_t value, void *arg)
 {
-    struct refs *r = arg;
-    if (value == r->str && r->n < 4)
-        r->where[r->n++] = where;
+    struct refs *rs = arg;
+    for (int i = 0; i < NKNOWN; i++)
+        if (value == rs[i].str && rs[i].n < 4)
+            rs[i].where[rs[i].n++] = where;
     return 0;
 }
 
@@ -275,12 +317,19 @@ int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *
                      char *why, size_t whycap)
 {
     int n = 0;
+    bool any = false;
     why[0] = 0;
+    struct refs rs[NKNOWN];
+    for (int i = 0; i < NKNOWN; i++) {
+        rs[i] = (struct refs){find_string(c, known[i].names), {0}, 0};
+        any |= rs[i].str != 0;
+    }
+    if (any) /* one pass over the relocations for every name */
+        tlsm_elf_relatives(c->lm, refs_cb, rs);
     for (int i = 0; i < NKNOWN && n < max; i++) {
-        struct refs r = {find_string(c, known[i].names), {0}, 0};
+        struct refs r = rs[i];
         if (!r.str)
             continue;
-        tlsm_elf_relatives(c->lm, ref_cb, &r);
         if (!r.n && !c->lm->l_addr)
             absolute_refs(c, &r);
         for (int k = 0; k < r.n && n < max; k++) {

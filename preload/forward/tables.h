@@ -42,8 +42,14 @@ struct tlsm_table_copy {
 /* Is the object info/lm (held by the caller) such a copy? Then c describes it. */
 bool tlsm_tables_judge(const struct dl_phdr_info *info, const struct link_map *lm,
                        struct tlsm_table_copy *c);
+/* The same question for a copy the hooks do interpose (an OpenSSL 3 libcrypto that exports
+ * its EVP functions): its records can be measured at its tables too (hooks/hook_table.c). */
+bool tlsm_tables_judge_hooked(const struct dl_phdr_info *info, const struct link_map *lm,
+                              struct tlsm_table_copy *c);
 /* Every loaded copy the hooks cannot interpose, up to max. */
 int tlsm_tables_copies(struct tlsm_table_copy *out, int max);
+/* Every loaded OpenSSL 3 copy the hooks interpose, up to max. */
+int tlsm_tables_hooked_copies(struct tlsm_table_copy *out, int max);
 /* The cipher tables of copy c, up to max. Returns how many matched OpenSSL 3.0's shapes; a
  * table found by name whose shape differs is not returned and is described in why ("" if
  * none), so the caller can leave the copy alone with a notice. */

@@ -3,6 +3,7 @@
  * the answers whose caller or target went away (tlsm_resolve_invalidate). And the object going away
  * may be one whose SSL_* calls bind past the hooks (PHP unloads its RTLD_DEEPBIND extensions before
  * exit): look for those first (blind_calls.c). */
+#include "forward/bindpast.h"
 #include "forward/blind.h"
 #include "forward/got.h"
 #include "forward/listing.h"
@@ -88,6 +89,7 @@ TLSM_EXPORT int dlclose(void *handle)
         tlsm_resolve_invalidate(); /* marks gone objects stale, which the table slots ask */
         tlsm_table_forget_gone();
         tlsm_entry_forget_gone();
+        tlsm_bindpast_after_dlclose();
     }
     errno = saved;
     return ret;

@@ -5,6 +5,8 @@
 #include "hooks/hook.h"
 #include "core/impl.h"
 #include "core/record.h"
+#include "forward/bindpast.h"
+#include "forward/obj.h"
 #include "reroute/reroute.h"
 #include "trace/config.h"
 
@@ -70,24 +72,92 @@ static inline __attribute__((always_inline)) void nest_begin(int id, const void 
         }                                                                                          \
     } while (0)
 
+/* After an Init on a copy measured at its provider tables (obj->tbl_records) that gave or
+ * changed the key or cipher (seen: the table wrapper the call reached, NULL for none): a
+ * context its tables serve is theirs; a libssl record context they do not serve (another
+ * provider's cipher, an ENGINE's) is measured here, at its EVP calls, which go back to the
+ * hooks for good (tlsm_bindpast_undo). */
+static void tbl_keyed(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                      const unsigned char *iv, int enc, const OSSL_PARAM *prm, const void *ra,
+                      struct tlsm_obj *target, int ret, const void *seen)
+{
+    if (ret <= 0)
+        return;
+    if (seen) {
+        tlsm_rec_forget(ctx);
+        return;
+    }
+    if (!cipher || !tlsm_rec_keys_record(ra, cipher, target))
+        return;
+    if (!atomic_load(&target->evp_records))
+        tlsm_bindpast_undo(target);
+    tlsm_rec_after_init(ctx, cipher, key, iv, enc, prm, ra, target, ret);
+}
+
+#define TLSM_UNPAREN(...) __VA_ARGS__
+
+/* Untraced: set-up not finished, our own call, or nested inside another EVP hook (from
+ * loads only, for a fast path: a thread's first traced call is set up on the full way). */
+static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
+{
+    return !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || tlsm_th.guard ||
+           tlsm_th.exiting || tlsm_th.evp_depth;
+}
+
+/* The Init hooks. On a copy measured at its tables, a TLS 1.3 record's nonce (no cipher, no
+ * key) is only forwarded, by a tail call from the exported hook with no register saved: the
+ * table wrapper under it starts the record (unless some context of the copy is measured here,
+ * evp_records). full_X is the rest: a key or cipher on such a copy is forwarded with
+ * tbl_keying saying whether libssl keys; on any other copy the record's EVP calls are traced
+ * here. */
 #define INIT_HOOK(name, params, args, cipher, key, iv, enc, prm)                                   \
-    TLSM_EXPORT int name params                                                                    \
+    static __attribute__((noinline)) int full_##name(TLSM_UNPAREN params, const void *ra)          \
     {                                                                                              \
-        TLSM_HOOK_ENTER(name, f);                                                                  \
+        struct tlsm_fwd f = tlsm_forward(TLSM_FN_##name, ra);                                      \
+        tlsm_th.calls[TLSM_FN_##name]++;                                                           \
         if (!f.fn)                                                                                 \
             return errno = ENOSYS, 0;                                                              \
         if (untraced_evp())                                                                        \
             return TLSM_REAL(name, f) args;                                                        \
-        tlsm_rec_on_init(ctx, cipher, key, iv, enc, __builtin_return_address(0), f.target,         \
-                         tlsm_now());                                                              \
+        if (f.target && atomic_load_explicit(&f.target->tbl_records, memory_order_relaxed) &&      \
+            (cipher || !atomic_load_explicit(&f.target->evp_records, memory_order_relaxed) ||      \
+             !tlsm_rec_lookup(ctx))) {                                                             \
+            if (!cipher && !key)                                                                   \
+                return TLSM_REAL(name, f) args;                                                    \
+            struct tlsm_obj *co = tlsm_obj_of(ra);                                                 \
+            if (co)                                                                                \
+                tlsm_obj_describe(co);                                                             \
+            tlsm_th.tbl_keying = co && co->has_ssl;                                                \
+            tlsm_th.tbl_seen = NULL;                                                               \
+            int ret = TLSM_REAL(name, f) args;                                                     \
+            const void *seen = tlsm_th.tbl_seen;                                                   \
+            tlsm_th.tbl_keying = false;                                                            \
+            int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                           \
+            tbl_keyed(ctx, cipher, key, iv, enc, prm, ra, f.target, ret, seen);                    \
+            *ep = saved;                                                                           \
+            return ret;                                                                            \
+        }                                                                                          \
+        tlsm_rec_on_init(ctx, cipher, key, iv, enc, ra, f.target, tlsm_now());                     \
         tlsm_th.evp_depth++;                                                                       \
         int ret = TLSM_REAL(name, f) args;                                                         \
         tlsm_th.evp_depth--;                                                                       \
         int *ep = tlsm_errno(&tlsm_th), saved = *ep;                                               \
-        tlsm_rec_after_init(ctx, cipher, key, iv, enc, prm, __builtin_return_address(0), f.target, \
-                            ret);                                                                  \
+        tlsm_rec_after_init(ctx, cipher, key, iv, enc, prm, ra, f.target, ret);                    \
         *ep = saved;                                                                               \
         return ret;                                                                                \
+    }                                                                                              \
+    TLSM_EXPORT int name params                                                                    \
+    {                                                                                              \
+        const struct tlsm_fwd *f = tlsm_forward_fast(TLSM_FN_##name, __builtin_return_address(0)); \
+        if (__builtin_expect(                                                                      \
+                f && !cipher && !key && f->target &&                                               \
+                    atomic_load_explicit(&f->target->tbl_records, memory_order_relaxed) &&         \
+                    !atomic_load_explicit(&f->target->evp_records, memory_order_relaxed),          \
+                1)) {                                                                              \
+            tlsm_th.calls[TLSM_FN_##name]++;                                                       \
+            return TLSM_REAL(name, *f) args;                                                       \
+        }                                                                                          \
+        return full_##name(TLSM_UNPAREN args, __builtin_return_address(0));                        \
     }
 
 INIT_HOOK(EVP_CipherInit_ex,
@@ -113,14 +183,6 @@ INIT_HOOK(EVP_DecryptInit_ex2,
  * call, so it saves no register and passes the program's arguments on in the registers they came
  * in; traced_X (the real function last) traces the call; full_X is the full way for what the fast
  * path cannot answer (first call of a thread, a new caller, a function defined nowhere). */
-
-/* untraced_evp from loads only: tracing off, our own call, exiting, or nested inside another
- * EVP hook. A thread's first traced call is set up by traced_X (tlsm_traced_start). */
-static inline __attribute__((always_inline)) bool untraced_evp_fast(void)
-{
-    return !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || tlsm_th.guard ||
-           tlsm_th.exiting || tlsm_th.evp_depth;
-}
 
 /* The full way of EVP_CIPHER_CTX_ctrl (ra: the program's return address; fast: the fast
  * path's forwarding answer, NULL when it had none). */
@@ -168,7 +230,6 @@ TLSM_EXPORT int EVP_CIPHER_CTX_ctrl(EVP_CIPHER_CTX *ctx, int type, int arg, void
     return full_ctrl(ctx, type, arg, ptr, __builtin_return_address(0), f);
 }
 
-#define TLSM_UNPAREN(...) __VA_ARGS__
 /* NESTED_CALL with its arguments expanded first (an argument list from TLSM_UNPAREN). */
 #define NESTED_CALL_EXPANDED(...) NESTED_CALL(__VA_ARGS__)
 

@@ -9,6 +9,7 @@
  * caller. Where no such return is found (or the CPU's shadow stack would refuse it) the
  * dlopen goes straight to libc, as before, and what it loads stays named by the blind scan. */
 #include "hooks/late.h"
+#include "forward/bindpast.h"
 #include "forward/got.h"
 #include "forward/listing.h"
 #include "forward/obj.h"
@@ -264,6 +265,8 @@ static void late_copy(const struct tlsm_listed *o, const struct link_map *lm)
         tlsm_table_reach_copy(&c);
         if (!tlsm_table_refused(lm))
             tlsm_entry_reach_copy(&c);
+    } else if (tlsm_tables_judge_hooked(&info, lm, &c)) {
+        tlsm_table_reach_hooked(&c); /* its records at its tables, as at start */
     }
     atomic_store_explicit(&obj->late_state, 2, memory_order_release);
 }
@@ -287,6 +290,13 @@ void tlsm_reach_after(void *h, int mode, const struct tlsm_listing *before)
                 tlsm_got_patch_held(h, o, fresh);
             if (!tlsm_listing_find(&at_start, o->base, o->phdr, o->name))
                 late_copy(o, objs[i].lm);
+        }
+        /* The objects it covers (held until released) whose calls bind to a copy measured at
+         * its tables (a libssl a plugin needs, the copy itself) call that copy directly too. */
+        for (int i = 0; i < n && tlsm_table_hooked_any(); i++) {
+            const struct tlsm_listed *o = tlsm_listing_entry_of(&after, objs[i].lm);
+            if (o && o->phnum)
+                tlsm_bindpast_object(objs[i].lm, o->ph, o->phnum);
         }
         tlsm_scope_release(objs, n);
     }

@@ -1,5 +1,7 @@
-/* hook_table.c: The wrappers tlsmeter puts into the provider dispatch
- * tables of an OpenSSL 3 copy the hooks cannot interpose (forward/tables.c finds them): the
+/* hook_table.c: The wrappers tlsmeter puts into the provider dispatch tables of an OpenSSL 3
+ * copy (forward/tables.c finds them; hooks/hook_table_reach.c says which copies: those the
+ * hooks cannot interpose, and by default those they can, whose records are then measured
+ * here only, docs/design.md section 2): the
  * provider's decrypt_init, encrypt_init, update, final, cipher, set_ctx_params and freectx,
  * called by the copy's own EVP code with the provider's cipher context. That context pointer
  * names the record context as EVP_CIPHER_CTX does for the EVP hooks, so the same record
@@ -15,6 +17,7 @@
 #include "forward/tables.h"
 #include "hooks/hook.h"
 #include "hooks/reach.h"
+#include "hooks/table_slot.h"
 #include "reroute/reroute.h"
 #include "trace/config.h"
 #include "trace/log.h"
@@ -22,19 +25,10 @@
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
-#include <pthread.h>
 #include <string.h>
 
-#define MAX_TSLOTS 12
-
-struct tslot {
-    struct tlsm_table_copy copy;
-    struct tlsm_cipher_table t;
-    int gcm_layout; /* PROV_GCM_CTX of a verified version checked: 1 yes, -1 no, 0 not yet */
-    bool free;      /* its copy was unloaded: the slot (and its wrappers) can serve another */
-};
-static struct tslot slots[MAX_TSLOTS];
-static int nslots;
+struct tslot tlsm_tslots[MAX_TSLOTS];
+int tlsm_ntslots;
 
 typedef int (*init_fn)(void *, const unsigned char *, size_t, const unsigned char *, size_t,
                        const OSSL_PARAM *);
@@ -45,9 +39,13 @@ typedef int (*setp_fn)(void *, const OSSL_PARAM *);
 
 #define ORIG(s, type, id) ((type)(s)->t.orig[id])
 
-static bool untraced(void)
+/* Not to trace, from loads only: tracing off, tlsmeter's own call, the thread exiting, or a
+ * call nested in a traced EVP hook (its context is measured there). A traced path sets the
+ * thread up (tlsm_traced_start) before it records. */
+static inline __attribute__((always_inline)) bool untraced(void)
 {
-    return !tlsm_tracing(&tlsm_th) || tlsm_th.evp_depth;
+    return !atomic_load_explicit(&tlsm_active, memory_order_relaxed) || tlsm_th.guard ||
+           tlsm_th.exiting || tlsm_th.evp_depth;
 }
 
 /* PROV_GCM_CTX (providers/implementations/include/prov/ciphercommon_gcm.h), LP64, of the two
@@ -58,18 +56,18 @@ static bool untraced(void)
  * "unverified"). Believed only after the pointers there look right. */
 enum { GCM_HW_OFF = 240, GCM_CTX_OFF = 248 };
 
-static int gcm_layout_of(const char *version)
+int tlsm_table_gcm_layout_of(const char *version)
 {
     return !strncmp(version, "OpenSSL 3.0.", 12)   ? 30
            : !strncmp(version, "OpenSSL 3.5.", 12) ? 35
                                                    : 0;
 }
 
-static void note_impl(struct tslot *s, const char *vctx)
+static void note_impl(struct tslot *s, struct tlsm_rec_state *st, const char *vctx)
 {
-    if (!s->t.gcm || s->gcm_layout < 0)
+    if (!s->t.gcm || s->gcm_layout < 0 || tlsm_rec_impl_cached(st))
         return;
-    int v = gcm_layout_of(s->copy.version);
+    int v = tlsm_table_gcm_layout_of(s->copy.version);
     const void *hw = *(const void *const *)(vctx + GCM_HW_OFF);
     const void *block = *(const void *const *)(vctx + GCM_CTX_OFF + (v == 35 ? 384 : 376));
     const void *ctr = *(const void *const *)(vctx + GCM_CTX_OFF + (v == 35 ? 448 : 440));
@@ -101,22 +99,36 @@ static void native_seal_notice(const struct tslot *s)
 
 /* decrypt_init and encrypt_init: a key makes the context a record source of that direction;
  * an IV alone is a TLS 1.3 record's nonce (enc as EVP passes it: 0 decrypt, 1 encrypt). */
-static int tbl_init(struct tslot *s, int id, enum tlsm_dir dir, void *v, const unsigned char *key,
-                    size_t kl, const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+static __attribute__((noinline)) int traced_init(struct tslot *s, int id, enum tlsm_dir dir,
+                                                 void *v, const unsigned char *key, size_t kl,
+                                                 const unsigned char *iv, size_t ivl,
+                                                 const OSSL_PARAM *p)
 {
     init_fn fn = ORIG(s, init_fn, id);
-    if (untraced())
-        return fn(v, key, kl, iv, ivl, p);
+    if (s->hooked) {
+        tlsm_th.tbl_seen = v;             /* the EVP init hook learns this table served the call */
+        if (key && !tlsm_th.tbl_keying) { /* not libssl's: not a record source */
+            tlsm_rec_forget(v);
+            return fn(v, key, kl, iv, ivl, p);
+        }
+    }
     int enc = dir == TLSM_DIR_OUT;
-    uint64_t t = tlsm_now();
-    if (!key)
-        tlsm_rec_on_init(v, NULL, NULL, iv, enc, NULL, s->t.lib, t);
+    if (!key) { /* a TLS 1.3 record's nonce (or a cipher set anew): of a tracked context only */
+        if (!tlsm_rec_lookup(v))
+            return fn(v, key, kl, iv, ivl, p);
+        tlsm_traced_start(&tlsm_th);
+        tlsm_rec_on_init(v, NULL, NULL, iv, enc, NULL, s->t.lib, tlsm_now());
+    }
+    tlsm_traced_start(&tlsm_th);
     tlsm_th.evp_depth++;
     int ret = fn(v, key, kl, iv, ivl, p);
     tlsm_th.evp_depth--;
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     if (key && ret > 0 && s->t.lib) {
-        tlsm_obj_describe_reached(s->t.lib, TLSM_REACH_TABLE, s->copy.version);
+        if (s->hooked)
+            tlsm_obj_describe(s->t.lib);
+        else
+            tlsm_obj_describe_reached(s->t.lib, TLSM_REACH_TABLE, s->copy.version);
         if (dir == TLSM_DIR_OUT)
             native_seal_notice(s);
         /* Sealing stays on the copy's own code: the reroute would have to answer libssl's
@@ -124,21 +136,37 @@ static int tbl_init(struct tslot *s, int id, enum tlsm_dir dir, void *v, const u
          * counter in step through an EVP_CIPHER_CTX this context is not. */
         tlsm_rec_track_as(v, s->t.cipher, dir, s->t.lib, key, iv, p && p[0].key,
                           dir == TLSM_DIR_OUT);
+        struct tlsm_rec_state *st = tlsm_rec_lookup(v);
+        if (st)
+            st->impl_cache = true;
     } else if (!key) {
         tlsm_rec_after_init(v, NULL, NULL, iv, enc, p, NULL, s->t.lib, ret);
     }
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 
-static int tbl_dinit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
-                     const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+static inline __attribute__((always_inline)) int
+tbl_init(struct tslot *s, int id, enum tlsm_dir dir, void *v, const unsigned char *key, size_t kl,
+         const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+{
+    if (untraced())
+        return ORIG(s, init_fn, id)(v, key, kl, iv, ivl, p);
+    return traced_init(s, id, dir, v, key, kl, iv, ivl, p);
+}
+
+static inline __attribute__((always_inline)) int tbl_dinit(struct tslot *s, void *v,
+                                                           const unsigned char *key, size_t kl,
+                                                           const unsigned char *iv, size_t ivl,
+                                                           const OSSL_PARAM *p)
 {
     return tbl_init(s, OSSL_FUNC_CIPHER_DECRYPT_INIT, TLSM_DIR_IN, v, key, kl, iv, ivl, p);
 }
 
-static int tbl_einit(struct tslot *s, void *v, const unsigned char *key, size_t kl,
-                     const unsigned char *iv, size_t ivl, const OSSL_PARAM *p)
+static inline __attribute__((always_inline)) int tbl_einit(struct tslot *s, void *v,
+                                                           const unsigned char *key, size_t kl,
+                                                           const unsigned char *iv, size_t ivl,
+                                                           const OSSL_PARAM *p)
 {
     return tbl_init(s, OSSL_FUNC_CIPHER_ENCRYPT_INIT, TLSM_DIR_OUT, v, key, kl, iv, ivl, p);
 }
@@ -184,13 +212,20 @@ static int native_final(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl)
     tlsm_th.evp_depth--;                                                                           \
     tlsm_th.rec_cur = outer
 
-static int tbl_update(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize,
-                      const unsigned char *in, size_t inl)
+/* Each wrapper is a front, inlined into the slot's function, that forwards what is not to be
+ * traced by a tail call (no register saved, no frame), and a traced part (noinline). */
+static __attribute__((noinline)) int traced_update(struct tslot *s, void *v, unsigned char *out,
+                                                   size_t *outl, size_t outsize,
+                                                   const unsigned char *in, size_t inl)
 {
     update_fn fn = ORIG(s, update_fn, OSSL_FUNC_CIPHER_UPDATE);
-    struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
+    struct tlsm_rec_state *st = tlsm_rec_lookup(v);
     if (!st || inl > 0x7fffffff)
         return fn(v, out, outl, outsize, in, inl);
+    tlsm_traced_start(&tlsm_th);
+    /* ... the payload and its 16-byte tag (every cipher these tables serve has one). */
+    if (out && st->rsm.in_rec && st->rsm.tls != TLSM_TLS12 && st->rsm.len < 0)
+        st->rsm.len = (int32_t)inl + 16;
     tlsm_rec_before_update(st, out, in, (int)inl); /* sealed in place: read it now */
     DATA_CALL_BEGIN(st);
     int ret, ol = 0;
@@ -204,23 +239,37 @@ static int tbl_update(struct tslot *s, void *v, unsigned char *out, size_t *outl
             ret = fn(v, out, outl, outsize, in, inl);
     } else {
         if (out && st->rsm.in_rec)
-            note_impl(s, v);
+            note_impl(s, st, v);
         ret = fn(v, out, outl, outsize, in, inl);
     }
     DATA_CALL_END();
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     ol = ret > 0 && outl ? (int)*outl : 0;
     tlsm_rec_on_update(st, out, &ol, in, (int)inl, ret);
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 
-static int tbl_final(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize)
+static inline __attribute__((always_inline)) int tbl_update(struct tslot *s, void *v,
+                                                            unsigned char *out, size_t *outl,
+                                                            size_t outsize, const unsigned char *in,
+                                                            size_t inl)
+{
+    /* A TLS 1.3 record's AAD (its 5-byte header; no output) with no reroute to feed: only
+     * forwarded. The header says the record's length, which its payload says as well. */
+    if ((!out && tlsm_cfg.crypto == TLSM_MODE_NATIVE) || untraced())
+        return ORIG(s, update_fn, OSSL_FUNC_CIPHER_UPDATE)(v, out, outl, outsize, in, inl);
+    return traced_update(s, v, out, outl, outsize, in, inl);
+}
+
+static __attribute__((noinline)) int traced_final(struct tslot *s, void *v, unsigned char *out,
+                                                  size_t *outl, size_t outsize)
 {
     final_fn fn = ORIG(s, final_fn, OSSL_FUNC_CIPHER_FINAL);
-    struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
+    struct tlsm_rec_state *st = tlsm_rec_lookup(v);
     if (!st)
         return fn(v, out, outl, outsize);
+    tlsm_traced_start(&tlsm_th);
     DATA_CALL_BEGIN(st);
     int ret, ol = 0;
     if (st->rsm.in_rec && st->routed) {
@@ -232,10 +281,18 @@ static int tbl_final(struct tslot *s, void *v, unsigned char *out, size_t *outl,
         ret = fn(v, out, outl, outsize);
     }
     DATA_CALL_END();
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_on_final(st, ret);
-    errno = saved;
+    *ep = saved;
     return ret;
+}
+
+static inline __attribute__((always_inline)) int
+tbl_final(struct tslot *s, void *v, unsigned char *out, size_t *outl, size_t outsize)
+{
+    if (untraced())
+        return ORIG(s, final_fn, OSSL_FUNC_CIPHER_FINAL)(v, out, outl, outsize);
+    return traced_final(s, v, out, outl, outsize);
 }
 
 /* TLS 1.2: one call decrypts and checks the record (after its AAD, below). */
@@ -246,6 +303,7 @@ static int tbl_cipher(struct tslot *s, void *v, unsigned char *out, size_t *outl
     struct tlsm_rec_state *st = untraced() ? NULL : tlsm_rec_lookup(v);
     if (!st || inl > 0x7fffffff)
         return fn(v, out, outl, outsize, in, inl);
+    tlsm_traced_start(&tlsm_th);
     DATA_CALL_BEGIN(st);
     int ret;
     if (st->rsm.in_rec && st->routed) {
@@ -261,13 +319,13 @@ static int tbl_cipher(struct tslot *s, void *v, unsigned char *out, size_t *outl
             ret = fn(v, out, outl, outsize, in, inl);
     } else {
         if (out && st->rsm.in_rec)
-            note_impl(s, v);
+            note_impl(s, st, v);
         ret = fn(v, out, outl, outsize, in, inl);
     }
     DATA_CALL_END();
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     tlsm_rec_on_cipher(st, out, (int)inl, ret && outl ? (int)*outl : -1);
-    errno = saved;
+    *ep = saved;
     return ret;
 }
 
@@ -297,12 +355,13 @@ static void mirror_param(struct tlsm_rec_state *st, const OSSL_PARAM *q, int ret
      * ciphers; the AEAD providers do not read them, and EVP passes them without a ctrl.) */
 }
 
-static int tbl_setp(struct tslot *s, void *v, const OSSL_PARAM *p)
+static __attribute__((noinline)) int traced_setp(struct tslot *s, void *v, const OSSL_PARAM *p)
 {
     setp_fn fn = ORIG(s, setp_fn, OSSL_FUNC_CIPHER_SET_CTX_PARAMS);
-    struct tlsm_rec_state *st = untraced() || !p ? NULL : tlsm_rec_lookup(v);
+    struct tlsm_rec_state *st = !p ? NULL : tlsm_rec_lookup(v);
     if (!st)
         return fn(v, p);
+    tlsm_traced_start(&tlsm_th);
     /* A TLS 1.2 AAD starts a record, as the EVP ctrl that passes it would. */
     for (int i = 0; p[i].key && i < 16; i++)
         if (!strcmp(p[i].key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) && p[i].data &&
@@ -312,11 +371,22 @@ static int tbl_setp(struct tslot *s, void *v, const OSSL_PARAM *p)
     tlsm_th.evp_depth++;
     int ret = fn(v, p);
     tlsm_th.evp_depth--;
-    int saved = errno;
+    int *ep = tlsm_errno(&tlsm_th), saved = *ep;
     for (int i = 0; p[i].key && i < 16; i++)
         mirror_param(st, &p[i], ret);
-    errno = saved;
+    *ep = saved;
     return ret;
+}
+
+static inline __attribute__((always_inline)) int tbl_setp(struct tslot *s, void *v,
+                                                          const OSSL_PARAM *p)
+{
+    /* A TLS 1.3 record's tag alone, with nobody to mirror it to: only forwarded. */
+    if ((p && p[0].key && !p[1].key && !tlsm_rec_obs.mirror_ctrl && p[0].key[0] == 't' &&
+         p[0].key[1] == 'a' && p[0].key[2] == 'g' && !p[0].key[3]) ||
+        untraced())
+        return ORIG(s, setp_fn, OSSL_FUNC_CIPHER_SET_CTX_PARAMS)(v, p);
+    return traced_setp(s, v, p);
 }
 
 static void tbl_free(struct tslot *s, void *v)
@@ -330,34 +400,34 @@ static void tbl_free(struct tslot *s, void *v)
     static int dinit_##i(void *v, const unsigned char *k, size_t kl, const unsigned char *iv,      \
                          size_t ivl, const OSSL_PARAM *p)                                          \
     {                                                                                              \
-        return tbl_dinit(&slots[i], v, k, kl, iv, ivl, p);                                         \
+        return tbl_dinit(&tlsm_tslots[i], v, k, kl, iv, ivl, p);                                   \
     }                                                                                              \
     static int einit_##i(void *v, const unsigned char *k, size_t kl, const unsigned char *iv,      \
                          size_t ivl, const OSSL_PARAM *p)                                          \
     {                                                                                              \
-        return tbl_einit(&slots[i], v, k, kl, iv, ivl, p);                                         \
+        return tbl_einit(&tlsm_tslots[i], v, k, kl, iv, ivl, p);                                   \
     }                                                                                              \
     static int update_##i(void *v, unsigned char *o, size_t *ol, size_t os,                        \
                           const unsigned char *in, size_t inl)                                     \
     {                                                                                              \
-        return tbl_update(&slots[i], v, o, ol, os, in, inl);                                       \
+        return tbl_update(&tlsm_tslots[i], v, o, ol, os, in, inl);                                 \
     }                                                                                              \
     static int final_##i(void *v, unsigned char *o, size_t *ol, size_t os)                         \
     {                                                                                              \
-        return tbl_final(&slots[i], v, o, ol, os);                                                 \
+        return tbl_final(&tlsm_tslots[i], v, o, ol, os);                                           \
     }                                                                                              \
     static int cipher_##i(void *v, unsigned char *o, size_t *ol, size_t os,                        \
                           const unsigned char *in, size_t inl)                                     \
     {                                                                                              \
-        return tbl_cipher(&slots[i], v, o, ol, os, in, inl);                                       \
+        return tbl_cipher(&tlsm_tslots[i], v, o, ol, os, in, inl);                                 \
     }                                                                                              \
     static int setp_##i(void *v, const OSSL_PARAM *p)                                              \
     {                                                                                              \
-        return tbl_setp(&slots[i], v, p);                                                          \
+        return tbl_setp(&tlsm_tslots[i], v, p);                                                    \
     }                                                                                              \
     static void free_##i(void *v)                                                                  \
     {                                                                                              \
-        tbl_free(&slots[i], v);                                                                    \
+        tbl_free(&tlsm_tslots[i], v);                                                              \
     }
 WRAPSET(0)
 WRAPSET(1)
@@ -392,7 +462,7 @@ static const int order[] = {OSSL_FUNC_CIPHER_FREECTX,        OSSL_FUNC_CIPHER_EN
 static const any_fn wraps[MAX_TSLOTS][TLSM_TBL_FN_MAX + 1] = {W(0), W(1), W(2), W(3), W(4),  W(5),
                                                               W(6), W(7), W(8), W(9), W(10), W(11)};
 
-static bool install(struct tslot *s, int i)
+bool tlsm_tslot_install(struct tslot *s, int i)
 {
     for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
         if (!tlsm_tables_set(&s->copy, &s->t, order[k], wraps[i][order[k]])) {
@@ -401,99 +471,4 @@ static bool install(struct tslot *s, int i)
             return false;
         }
     return true;
-}
-
-/* Copies whose tables did not have the expected shape: left alone by every technique. */
-static const struct link_map *refused[8];
-static int nrefused;
-
-bool tlsm_table_refused(const struct link_map *lm)
-{
-    for (int i = 0; i < nrefused; i++)
-        if (refused[i] == lm)
-            return true;
-    return false;
-}
-
-/* Slots are filled under fill_lock: copies loaded later are reached from the thread whose
- * dlopen loaded them, while others run. No loader call happens under it. */
-static pthread_mutex_t fill_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_flag slots_said = ATOMIC_FLAG_INIT;
-
-/* One copy: its tables, checked, each into a slot. */
-void tlsm_table_reach_copy(const struct tlsm_table_copy *c)
-{
-    struct tlsm_cipher_table found[3];
-    char why[256];
-    int n = tlsm_tables_find(c, found, 3, why, sizeof(why));
-    const char *path = c->lm->l_name && c->lm->l_name[0] ? c->lm->l_name : "the program";
-    if (why[0] || !n) {
-        tlsm_warn("%s holds %s but its provider tables do not have OpenSSL 3.0's shape (%s): "
-                  "left alone, nothing of it is traced",
-                  path, c->version, why[0] ? why : "no AES-GCM or ChaCha20-Poly1305 table found");
-        pthread_mutex_lock(&fill_lock);
-        if (nrefused < 8)
-            refused[nrefused++] = c->lm;
-        pthread_mutex_unlock(&fill_lock);
-        return;
-    }
-    /* Registered from its code: for a position-dependent executable _dl_find_object reports
-     * the range of the segment asked about, and the program's calls come from its code. */
-    struct tlsm_obj *o = tlsm_obj_of((const void *)found[0].orig[OSSL_FUNC_CIPHER_UPDATE]);
-    if (o && !o->platform[0]) /* before its lib line is written */
-        snprintf(o->platform, sizeof(o->platform), "%s", c->platform);
-    int left = 0, done = 0;
-    pthread_mutex_lock(&fill_lock);
-    for (int k = 0; k < n && o; k++) {
-        int i = 0;
-        while (i < nslots && !slots[i].free)
-            i++;
-        if (i == MAX_TSLOTS) {
-            left = n - k;
-            break;
-        }
-        struct tslot *s = &slots[i];
-        memset(s, 0, sizeof(*s));
-        s->copy = *c;
-        s->t = found[k];
-        s->t.lib = o;
-        if (install(s, i)) {
-            nslots += i == nslots;
-            done++;
-        } else {
-            s->free = true;
-        }
-    }
-    pthread_mutex_unlock(&fill_lock);
-    if (left && !atomic_flag_test_and_set(&slots_said))
-        tlsm_warn("%s: %d provider table(s) not reached: all %d table slots are in use (one per "
-                  "table of each copy reached); its records are not traced",
-                  path, left, MAX_TSLOTS);
-    if (o && done)
-        atomic_fetch_or(&o->reach, TLSM_REACH_TABLE);
-}
-
-/* After a dlclose (and tlsm_resolve_invalidate): the slots of copies that went away serve
- * again. Their wrappers are reachable only through the gone copy's tables. */
-void tlsm_table_forget_gone(void)
-{
-    pthread_mutex_lock(&fill_lock);
-    for (int i = 0; i < nslots; i++)
-        if (!slots[i].free && slots[i].t.lib &&
-            __atomic_load_n(&slots[i].t.lib->stale, __ATOMIC_ACQUIRE))
-            slots[i].free = true;
-    pthread_mutex_unlock(&fill_lock);
-}
-
-/* From the constructor, before main: the copies loaded with the program. */
-void tlsm_table_reach_init(void)
-{
-    struct tlsm_table_copy copies[8];
-    if (!tlsm_cfg.patch)
-        return;
-    tlsm_th.guard++;
-    int n = tlsm_tables_copies(copies, 8);
-    for (int i = 0; i < n; i++)
-        tlsm_table_reach_copy(&copies[i]);
-    tlsm_th.guard--;
 }

@@ -15,6 +15,11 @@ void tlsm_entry_reach_init(void);
 /* One copy (held by the caller), at start or once a dlopen loaded it: its provider tables;
  * its SSL_* entry points (and its socket reads where SSL_read stays out of reach). */
 void tlsm_table_reach_copy(const struct tlsm_table_copy *c);
+/* A copy the hooks reach, measured at its tables when TLSMETER_MEASURE=provider (and no
+ * reroute): its tables wrapped and its per-record EVP and GCM calls bound past the hooks. */
+void tlsm_table_reach_hooked(const struct tlsm_table_copy *c);
+/* Is any copy measured that way (a dlopen then binds the new objects' calls past too)? */
+bool tlsm_table_hooked_any(void);
 void tlsm_entry_reach_copy(const struct tlsm_table_copy *c);
 /* After a dlclose: table slots of copies that went away are reused. */
 void tlsm_table_forget_gone(void);

@@ -93,6 +93,11 @@ static const struct opt opts[] = {
      &tlsm_cfg.events},
     {"TLSMETER_INTERVAL", OPT_UINT, "10",
      "summary mode: seconds between snapshots (0: at exit only)", &tlsm_cfg.interval},
+    {"TLSMETER_MEASURE", OPT_CHOICE, "provider",
+     "provider: measure an OpenSSL 3 copy's records at its default provider's cipher functions "
+     "(fewest calls per record; TLSMETER_CRYPTO=hw|soft always uses evp); evp: at the hooked EVP "
+     "and GCM calls",
+     &tlsm_cfg.measure},
     {"TLSMETER_QUIET", OPT_BOOL, "0", "1: no notices on stderr", &tlsm_cfg.quiet},
     {"TLSMETER_HELP", OPT_BOOL, "0", "1: print this table to stderr at start", &tlsm_cfg.help},
 };
@@ -162,8 +167,11 @@ static const char *const *choices(const struct opt *o)
 {
     static const char *const none[] = {NULL};
     static const char *const events[] = {"all", "summary", "both", NULL};
+    static const char *const measure[] = {"provider", "evp", NULL};
     if (o->dst == &tlsm_cfg.events)
         return events;
+    if (o->dst == &tlsm_cfg.measure)
+        return measure;
     if (o->dst == &tlsm_cfg.format)
         return format_names;
     return o->dst == &tlsm_cfg.cputime ? tlsm_cpu_setting_names : none;

@@ -33,7 +33,12 @@ struct tlsm_config {
     unsigned format;   /* TLSMETER_FORMAT: enum tlsm_format */
     unsigned events;   /* TLSMETER_EVENTS: 0 all (a line per record and read), 1 summary, 2 both */
     unsigned interval; /* TLSMETER_INTERVAL: seconds between summary snapshots */
+    unsigned measure;  /* TLSMETER_MEASURE: enum tlsm_measure */
 };
+/* TLSMETER_MEASURE: where an OpenSSL 3 copy's records are measured (docs/design.md section 2):
+ * at its default provider's cipher functions (the EVP and GCM calls of its libssl and
+ * libcrypto bound past the hooks), or at the hooked EVP and GCM calls. */
+enum tlsm_measure { TLSM_MEASURE_PROVIDER, TLSM_MEASURE_EVP };
 #define TLSM_EVENTS_SUMMARY 1
 #define TLSM_EVENTS_BOTH    2
 

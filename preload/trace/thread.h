@@ -51,6 +51,12 @@ struct tlsm_thread {
      * resolution or tracing decision. Set only around the outer call. */
     const void *nest_ctx;
     void *nest_fn;
+    /* Keying a copy measured at its provider tables (hooks/hook_table.c): set by the EVP
+     * init hook around the real call, tbl_keying when libssl keys (its contexts are record
+     * sources), tbl_seen by the table wrapper the call reached (NULL: none did, the cipher
+     * is another provider's or an ENGINE's). */
+    bool tbl_keying;
+    const void *tbl_seen;
     /* Handshake parts (hs.h): the accumulator of the connection whose handshake-driving SSL_*
      * call runs now (NULL outside one), the part in flight (nested hooked calls belong to
      * it), and the EVP_MD_CTX last set up for a MAC key (a PSK binder, not a signature). */
