@@ -6,8 +6,8 @@
 # leaves them out of ns/B). For a curl download of >= 256 records, pinned to the server's CPU
 # (a single-core board), alone and with a busy process on the same CPU, the method's sum
 # must agree with the thread clock's (after the clock reads' own cost, measured before each
-# span) within 5 % for perf-clock, 35 % for the wall-based methods (a VM's steady per-record
-# gap, docs/cputime.md), and the contended run must flag records
+# span) within 5 % for perf-clock, 15 % for the wall-based methods (steal too short to flag,
+# tests/tools/cputime_check.py TOL), and the contended run must flag records
 # unless the method is exact (perf-clock). The pass lines name the method and why (the
 # header's cputime and cputime_why): on x86_64 KVM guests perf-switch (no cap_user_time); in
 # Debian's arm64 kernel under TCG, whatever that kernel offers (scripts/arm64vm, make
@@ -56,10 +56,9 @@ if n < 100:
     sys.exit("only %d unflagged records" % n)
 st = c.get("stalled", 0)
 ratio = crypto / thread if thread > 0 else float("inf")
-# perf-clock reads the task clock itself: 5 %. A wall clock (perf-switch, rseq) runs ahead of
-# the thread clock on a KVM guest by a steady gap per record (tests/tools/cputime_check.py
-# TOL): 35 % there.
-tol = 0.05 if method == "perf-clock" else 0.35
+# perf-clock reads the task clock itself: 5 %. A wall clock (perf-switch, rseq) also holds
+# steal too short to flag a record (tests/tools/cputime_check.py TOL): 15 % there.
+tol = 0.05 if method == "perf-clock" else 0.15
 msg = "method %s%s: %d records, method %.2f ms, thread clock %.2f ms (%.1f ms of reads taken off), ratio %.3f (tolerance %.0f %%), %d preempted, %d stalled (%.2f ms of span, %.2f ms of thread clock)" % (
     method, " (%s)" % why if why else "", n, crypto / 1e6, thread / 1e6, pairs / 1e6,
     ratio, 100 * tol, pre, st, c.get("stalled_crypto_ns", 0) / 1e6,

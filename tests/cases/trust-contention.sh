@@ -5,7 +5,7 @@
 # record's span also read on the kernel's thread CPU clock, so each run is checked against an
 # independent clock in the same run (tests/tools/cputime_check.py agree), never against
 # another run's timing: the records flagged neither preempted nor stalled agree with the
-# thread clock (within 5 % for perf-clock, 35 % for wall-based methods in a VM), shares
+# thread clock (within 5 % for perf-clock, 15 % for wall-based methods), shares
 # <= 100 %, and the contended runs (auto and rseq) flag records. Then the fallbacks:
 # perf_event_open refused (seccomp, EACCES) gives rseq, rseq disabled in glibc gives wall,
 # both with a reason; forced TLSMETER_CPUTIME values; an unprivileged user; a fork child's

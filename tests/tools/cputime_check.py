@@ -8,7 +8,7 @@ and crypto share read straight from traces (independent of the analyzer).
         thread clock over the same span, less the cost of one read of it measured just
         before): exit 0 when, over >= 100 records flagged neither `preempt` nor `stall`, the
         method's crypto_ns sum agrees with the thread clock's (within 5 % for perf-clock,
-        35 % for methods that read wall time: see TOL); shares <= 100 %; the end
+        15 % for methods that read wall time: see TOL); shares <= 100 %; the end
         line's preempted and stalled counts match the flags; and, --contended, that records
         were flagged (unless the method is perf-clock, which needs no flag).
 
@@ -89,13 +89,13 @@ def show(f):
 
 # How far a method's sum may stray from the thread clock's. perf-clock reads the task clock
 # itself: 5 % (the arm64 VM under TCG: 0.976-0.978). A wall clock (perf-switch, rseq) on this
-# KVM guest, client and server on one CPU, runs ahead of the thread clock by a steady
-# 0.3-0.7 us per 16 KiB record (ratios 1.06-1.22 over >= 2000 records), a gap neither clock
-# explains and that the same AES-GCM calls outside TLS do not show (0.99): named in
-# docs/cputime.md, tolerated here. 35 % still fails what the check is for: wall time leaking
-# in at a switch or an interrupt at least doubles the sum.
+# KVM guest, client and server on one CPU, agrees within 2-7 % over >= 2000 records: what is
+# left is time neither detector sees (steal too short to flag a record as stalled). 15 % still
+# fails what the check is for: wall time leaking in at a switch or an interrupt at least
+# doubles the sum. (The check's own clock reads once sat inside the wall span, ~2 us a record
+# on this guest: 1.2-1.46 then. The span now starts after them, core/record.c rec_begin.)
 TOL = {"perf-clock": 0.05}
-TOL_WALL = 0.35
+TOL_WALL = 0.15
 
 
 def agree(paths, contended):
