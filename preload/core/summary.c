@@ -221,8 +221,11 @@ void tlsm_summary_rec(const struct tlsm_sum_rec *r)
         atomic_fetch_add_explicit(
             &(r->preempted ? a->fl_nspb : a->nspb)[nspb_bin(r->crypto_ns, pt)], 1,
             memory_order_relaxed);
-    int64_t none = 0;
-    if (r->impl && !atomic_compare_exchange_strong(&b->impl, &none, r->impl) && none != r->impl)
+    /* The bucket's implementation is set by its first record that names one: a load, and
+     * the compare-and-swap only while it is unset. */
+    int64_t none = atomic_load_explicit(&b->impl, memory_order_relaxed);
+    if (r->impl && none != r->impl &&
+        (none || !atomic_compare_exchange_strong(&b->impl, &none, r->impl)) && none != r->impl)
         add(&a->v[R_IMPL_OTHER_CT], ct);
     else
         add(&a->v[r->impl ? R_IMPL_CT : R_IMPL_NONE_CT], ct);

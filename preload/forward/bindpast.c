@@ -142,7 +142,7 @@ static int scan_one(const struct found *o)
     s.start = (uintptr_t)f.dlfo_map_start, s.end = (uintptr_t)f.dlfo_map_end;
     for (int k = 0; k < NIDS; k++) {
         s.names[k] = tlsm_hooks[ids[k]].name;
-        s.to[k] = tlsm_forward_at(ids[k], (const void *)o->lm->l_ld);
+        s.to[k] = tlsm_resolve_peek(ids[k], (const void *)o->lm->l_ld);
         any |= s.to[k].target && atomic_load(&s.to[k].target->tbl_records);
     }
     if (any)

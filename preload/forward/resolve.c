@@ -234,7 +234,9 @@ static void cache_anon(enum tlsm_fn id, const void *ra, struct tlsm_fwd fwd)
     cache(id, page, page + ps, fwd);
 }
 
-struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
+/* The answer for a call of id from ra; answer: a hook's (describe the target, keep the answer
+ * for the hook's next call), else a question only (nothing described or kept). */
+static struct tlsm_fwd resolve(enum tlsm_fn id, const void *ra, bool answer)
 {
     const char *name = tlsm_hooks[id].name;
     struct tlsm_obj *caller = tlsm_obj_of(ra);
@@ -263,6 +265,8 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
     void *orig = tlsm_entry_original(fwd.fn);
     if (orig)
         fwd.fn = orig;
+    if (!answer)
+        return fwd;
     if (fwd.target) {
         atomic_fetch_or(&fwd.target->hooks_into, 1ull << id);
         tlsm_obj_describe(fwd.target);
@@ -272,6 +276,16 @@ struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
     else
         cache_anon(id, ra, fwd);
     return fwd;
+}
+
+struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *ra)
+{
+    return resolve(id, ra, true);
+}
+
+struct tlsm_fwd tlsm_resolve_peek(enum tlsm_fn id, const void *ra)
+{
+    return resolve(id, ra, false);
 }
 
 /* Is [start, end) still one loaded object's range? */

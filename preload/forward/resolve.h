@@ -42,6 +42,9 @@ extern struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT];
 void tlsm_hooks_write(struct tlsm_json *j, const char *key, uint64_t fns);
 
 struct tlsm_fwd tlsm_resolve_slow(enum tlsm_fn id, const void *caller);
+/* Where a call of id from caller would go, asked without calling: the target is not described
+ * (no lib line, no trace file for a program that never calls it) and nothing is cached. */
+struct tlsm_fwd tlsm_resolve_peek(enum tlsm_fn id, const void *caller);
 
 /* libtlsmeter.so's own address range. */
 extern uintptr_t tlsm_self_start, tlsm_self_end;

@@ -49,15 +49,17 @@ static int seg_kind(const struct tlsm_table_copy *c, uintptr_t addr, size_t len)
 }
 
 /* The NUL-terminated string s, starting after a NUL, in a read-only segment; 0 if absent.
- * Segments without code first: where the link keeps code apart (x86_64's -z separate-code),
- * the strings are never in the code's segment, which is the largest. */
+ * The segment that holds the object's string constants first (marks.h): the others are the
+ * code and the headers, several times its size. */
 static uintptr_t find_string(const struct tlsm_table_copy *c, const char *s)
 {
     size_t n = strlen(s) + 1;
+    struct dl_phdr_info info = {
+        .dlpi_addr = c->lm->l_addr, .dlpi_phdr = c->phdr, .dlpi_phnum = (ElfW(Half))c->phnum};
     for (int k = 0; k < 2 * c->phnum; k++) {
         const ElfW(Phdr) *ph = &c->phdr[k % c->phnum];
         if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || !(ph->p_flags & PF_R) ||
-            !(ph->p_flags & PF_X) != (k < c->phnum))
+            tlsm_marks_holds_strings(&info, ph) != (k < c->phnum))
             continue;
         const char *lo = (const char *)(c->lm->l_addr + ph->p_vaddr), *end = lo + ph->p_filesz;
         for (const char *q = lo; q < end && (q = memmem(q, (size_t)(end - q), s, n)); q++)

@@ -139,7 +139,7 @@ static __attribute__((noinline)) int traced_init(struct tslot *s, int id, enum t
         struct tlsm_rec_state *st = tlsm_rec_lookup(v);
         if (st)
             st->impl_cache = true;
-    } else if (!key) {
+    } else if (!key && (tlsm_rec_obs.mirror_init || tlsm_rec_obs.record_begin)) {
         tlsm_rec_after_init(v, NULL, NULL, iv, enc, p, NULL, s->t.lib, ret);
     }
     *ep = saved;
