@@ -136,8 +136,10 @@ fi
 
 # Layout 8: the vendor copy runs software AES; the hw backend must take its records over.
 # Judged by structure, never by time (tests do not time performance): natively the vendor's
-# bytes go through CRYPTO_gcm128_decrypt (table AES + 4-bit GHASH) in an instance whose caps
-# lack AES-NI; with hw they are on path hw, decrypted by a backend whose caps have it.
+# records are decrypted by table AES + 4-bit GHASH in an instance whose caps lack AES-NI (the
+# code read from its provider's GCM context when it is measured there, lib measured_at
+# provider; else the bytes through CRYPTO_gcm128_decrypt); with hw they are on path hw,
+# decrypted by a backend whose caps have it.
 l8() { # l8 TRACE MODE: check the vendor connection's (conn 1) records; prints ns/B for the log
     "$TLSM_PY" -c 'import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -145,7 +147,13 @@ libs = {e["id"]: e for e in ev if e["ev"] == "lib"}
 recs = [e for e in ev if e["ev"] == "rec" and e.get("dir", "in") == "in" and e["conn"] == 1 and e["type"] == 23]
 assert recs, "no application-data records on the vendor connection"
 pt = sum(r["pt"] for r in recs)
-if sys.argv[2] == "native":
+impls = {e["id"]: e for e in ev if e["ev"] == "impl"}
+if sys.argv[2] == "native" and all(libs[r["lib"]].get("measured_at") == "provider" for r in recs):
+    # Measured at its provider (its GCM calls bound past): the code read from its context.
+    named = {(impls[r["impl"]]["aes"], impls[r["impl"]]["ghash"]) for r in recs if r.get("impl") in impls}
+    assert named == {("table", "4bit")} and all(r.get("impl") in impls for r in recs), \
+        "impl of the vendor records: %s" % named
+elif sys.argv[2] == "native":
     gcm = sum(r["gcm_bytes"] for r in recs if r["gcm_fn"] in ("decrypt", "both"))
     assert gcm >= pt * 0.99, "only %d of %d bytes through CRYPTO_gcm128_decrypt" % (gcm, pt)
     caps = {libs[r["lib"]]["caps"].get("aesni") for r in recs}
