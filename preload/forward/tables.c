@@ -188,8 +188,10 @@ static bool judge(const struct dl_phdr_info *info, const struct link_map *lm,
 {
     bool named = lm->l_name && lm->l_name[0], symbolic = tlsm_elf_flags(lm).symbolic;
     bool exports = named && !symbolic && exports_cipher(lm);
-    /* The name list as a whole string in the object's string constants (marks.h) */
-    if (exports != hooked || !tlsm_marks_of(info).provider)
+    /* The name list as a whole string in the object's string constants (marks.h). A copy
+     * that exports its API is not read for it: its version says OpenSSL 3 (below), and the
+     * table search finds the names or leaves it to the hooks. */
+    if (exports != hooked || (!hooked && !tlsm_marks_of(info).provider))
         return false;
     memset(c, 0, sizeof(*c));
     c->lm = lm;
@@ -257,10 +259,13 @@ struct refs {
     int n;
 };
 
-/* rs: NKNOWN names' refs. */
+/* rs: NKNOWN names' refs, then the lowest and highest of their strings (rs[NKNOWN].where[0,1]):
+ * most relocations point elsewhere, and one range compare says so. */
 static int refs_cb(uintptr_t where, uintptr_t value, void *arg)
 {
     struct refs *rs = arg;
+    if (value < rs[NKNOWN].where[0] || value > rs[NKNOWN].where[1])
+        return 0;
     for (int i = 0; i < NKNOWN; i++)
         if (value == rs[i].str && rs[i].n < 4)
             rs[i].where[rs[i].n++] = where;
@@ -321,10 +326,15 @@ int tlsm_tables_find(const struct tlsm_table_copy *c, struct tlsm_cipher_table *
     int n = 0;
     bool any = false;
     why[0] = 0;
-    struct refs rs[NKNOWN];
+    struct refs rs[NKNOWN + 1];
+    rs[NKNOWN] = (struct refs){0, {UINTPTR_MAX, 0}, 0};
     for (int i = 0; i < NKNOWN; i++) {
         rs[i] = (struct refs){find_string(c, known[i].names), {0}, 0};
         any |= rs[i].str != 0;
+        if (rs[i].str && rs[i].str < rs[NKNOWN].where[0])
+            rs[NKNOWN].where[0] = rs[i].str;
+        if (rs[i].str > rs[NKNOWN].where[1])
+            rs[NKNOWN].where[1] = rs[i].str;
     }
     if (any) /* one pass over the relocations for every name */
         tlsm_elf_relatives(c->lm, refs_cb, rs);
