@@ -41,13 +41,18 @@ struct bound {
 };
 static struct bound bound[NSLOT];
 static int nbound;
+/* Objects are kept by link map and the address of their dynamic section: after a dlclose
+ * the link map is freed, and only the address is asked about (never the map read). */
 static struct {
     const struct link_map *lm;
-    uintptr_t base;
+    uintptr_t base, ld;
 } scanned[NOBJ];
 static int nscanned;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static const struct link_map *copies[16];
+static struct {
+    const struct link_map *lm;
+    uintptr_t ld;
+} copies[16];
 static int ncopies;
 
 struct found {
@@ -127,7 +132,7 @@ static bool may_call(const struct link_map *lm)
     if (tlsm_elf_may_define(lm, "SSL_read"))
         return true;
     for (int i = 0; i < ncopies; i++)
-        if (copies[i] == lm)
+        if (copies[i].lm == lm)
             return true;
     return false;
 }
@@ -155,9 +160,9 @@ void tlsm_bindpast_add_copy(const struct link_map *copy)
     pthread_mutex_lock(&lock);
     bool known = false;
     for (int i = 0; i < ncopies; i++)
-        known |= copies[i] == copy;
+        known |= copies[i].lm == copy;
     if (!known && ncopies < (int)(sizeof(copies) / sizeof(copies[0])))
-        copies[ncopies++] = copy;
+        copies[ncopies++] = (__typeof__(copies[0])){copy, (uintptr_t)copy->l_ld};
     pthread_mutex_unlock(&lock);
 }
 
@@ -173,7 +178,8 @@ int tlsm_bindpast_scan(void)
         for (int i = 0; i < w.n; i++) {
             done += scan_one(&w.obj[i]);
             if (nscanned < NOBJ)
-                scanned[nscanned++] = (typeof(scanned[0])){w.obj[i].lm, w.obj[i].lm->l_addr};
+                scanned[nscanned++] = (__typeof__(scanned[0])){w.obj[i].lm, w.obj[i].lm->l_addr,
+                                                               (uintptr_t)w.obj[i].lm->l_ld};
         }
     } while (w.n == (int)(sizeof(w.obj) / sizeof(w.obj[0])));
     pthread_mutex_unlock(&lock);
@@ -190,7 +196,7 @@ int tlsm_bindpast_object(const struct link_map *lm, const ElfW(Phdr) * phdr, int
     if (!was_scanned(lm)) {
         done = scan_one(&o);
         if (nscanned < NOBJ)
-            scanned[nscanned++] = (typeof(scanned[0])){lm, lm->l_addr};
+            scanned[nscanned++] = (__typeof__(scanned[0])){lm, lm->l_addr, (uintptr_t)lm->l_ld};
     }
     pthread_mutex_unlock(&lock);
     tlsm_th.guard--;
@@ -206,11 +212,10 @@ void tlsm_bindpast_after_dlclose(void)
             (_dl_find_object((void *)bound[i].slot, &f) != 0 || f.dlfo_link_map != bound[i].lm))
             bound[i] = bound[--nbound], i--;
     for (int i = 0; i < nscanned; i++)
-        if (_dl_find_object((void *)scanned[i].lm->l_ld, &f) != 0 ||
-            f.dlfo_link_map != scanned[i].lm)
+        if (_dl_find_object((void *)scanned[i].ld, &f) != 0 || f.dlfo_link_map != scanned[i].lm)
             scanned[i] = scanned[--nscanned], i--;
     for (int i = 0; i < ncopies; i++)
-        if (_dl_find_object((void *)copies[i]->l_ld, &f) != 0 || f.dlfo_link_map != copies[i])
+        if (_dl_find_object((void *)copies[i].ld, &f) != 0 || f.dlfo_link_map != copies[i].lm)
             copies[i] = copies[--ncopies], i--;
     pthread_mutex_unlock(&lock);
 }
