@@ -84,7 +84,9 @@ static int reach(const struct tlsm_table_copy *c, bool hooked)
         }
     }
     pthread_mutex_unlock(&fill_lock);
-    if (left && !atomic_flag_test_and_set(&slots_said))
+    /* (A copy the hooks reach loses nothing: a cipher no wrapped table serves is measured at
+     * its EVP calls, hooks/hook_evp.c tbl_keyed.) */
+    if (left && !hooked && !atomic_flag_test_and_set(&slots_said))
         tlsm_warn("%s: %d provider table(s) not reached: all %d table slots are in use (one per "
                   "table of each copy reached); its records are not traced",
                   path, left, MAX_TSLOTS);
