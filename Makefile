@@ -249,6 +249,7 @@ help:
 -include mk/aarch64.mk
 -include mk/arm64vm.mk
 -include mk/dist.mk
+-include mk/attachlib.mk
 
 # Header dependencies written by the compiles above. Each output also depends on its .d: a
 # missing one (first build, or a tree built before -MMD) counts as changed, so the output is

@@ -20,7 +20,9 @@
 #include "core/stack.h"
 #include "core/summary.h"
 #include "trace/trace.h"
+#include "hooks/attach.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/auxv.h>
@@ -65,6 +67,8 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
     locks(false);
+    if (tlsm_attach_fork_child()) /* attached: the child gets nothing of tlsmeter */
+        return;
     tlsm_thread_atfork_child();
     tlsm_cpu_atfork_child();
     tlsm_summary_atfork_child();
@@ -73,9 +77,54 @@ static void atfork_child(void)
 
 static size_t end_line(char *buf, size_t cap);
 
+/* Loaded by a dlopen after start (tlsmeter attach, preload/hooks/attach.c) rather than preloaded:
+ * then the library is not in the program's own search list (the executable, LD_PRELOAD and the
+ * libraries linked at start: what dlsym on dlopen(NULL)'s handle searches), and nothing
+ * happens until an attach asks. */
+static bool loaded_late(void)
+{
+    void *prog = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    void *p = prog ? dlsym(prog, "tlsmeter_attach") : NULL;
+    if (prog)
+        dlclose(prog);
+    return p != (void *)&tlsmeter_attach;
+}
+
+/* Tracing on, once the settings are read: the constructor's second half when preloaded, or an
+ * attach (which reaches what is loaded by itself). The tables and handlers are made once per
+ * process, however often it is attached. */
+bool tlsm_start_tracing(bool attach)
+{
+    static bool ready;
+    if (!ready) {
+        if (tlsm_rec_init() || tlsm_conn_init()) {
+            tlsm_warn("cannot allocate tracking tables; tracing off");
+            return false;
+        }
+        tlsm_reroute_observe();
+        tlsm_thread_init();
+        tlsm_stack_init();
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        ready = true;
+    }
+    tlsm_trace_allow();
+    atomic_store(&tlsm_active, true);
+    if (attach)
+        return true;
+    tlsm_late_init();        /* what is loaded now is the start's; later dlopens: hook_late.c */
+    tlsm_table_reach_init(); /* copies only their provider tables reach */
+    tlsm_entry_reach_init(); /* ... and their SSL_* entry points, where no PLT leads */
+    tlsm_backend_early();
+    return true;
+}
+
 __attribute__((constructor)) static void tlsm_start(void)
 {
     tlsm_trace_init();
+    if (loaded_late()) {
+        tlsm_loaded_late = true;
+        return;
+    }
     tlsm_trace_set_end_line(end_line);
     tlsm_trace_add_replay(tlsm_obj_replay_libs);
     tlsm_trace_add_replay(tlsm_backend_replay_libs);
@@ -87,20 +136,20 @@ __attribute__((constructor)) static void tlsm_start(void)
     /* setuid/setgid/capabilities: the environment is not the user's to trust. Write nothing. */
     if (getauxval(AT_SECURE) || tlsm_cfg.disable)
         return;
-    if (tlsm_rec_init() || tlsm_conn_init()) {
-        tlsm_warn("cannot allocate tracking tables; tracing off");
+    tlsm_start_tracing(false);
+}
+
+/* The parts of the constructor an attach runs (preload/hooks/attach.c). */
+void tlsm_start_attached(void)
+{
+    static bool once;
+    if (once)
         return;
-    }
-    tlsm_reroute_observe();
-    tlsm_thread_init();
-    tlsm_stack_init();
-    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-    tlsm_trace_allow();
-    atomic_store(&tlsm_active, true);
-    tlsm_late_init();        /* what is loaded now is the start's; later dlopens: hook_late.c */
-    tlsm_table_reach_init(); /* copies only their provider tables reach */
-    tlsm_entry_reach_init(); /* ... and their SSL_* entry points, where no PLT leads */
-    tlsm_backend_early();
+    once = true;
+    tlsm_trace_set_end_line(end_line);
+    tlsm_trace_add_replay(tlsm_obj_replay_libs);
+    tlsm_trace_add_replay(tlsm_backend_replay_libs);
+    tlsm_resolve_init();
 }
 
 __attribute__((destructor)) static void tlsm_stop(void)

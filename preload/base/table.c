@@ -88,3 +88,12 @@ void tlsm_table_del(struct tlsm_table *t, const void *key)
             return;
     }
 }
+
+void tlsm_table_clear(struct tlsm_table *t)
+{
+    for (size_t i = 0; t->keys && i < t->cap; i++)
+        if (atomic_load_explicit(&t->keys[i], memory_order_relaxed)) {
+            memset(state_at(t, i), 0, t->state_size);
+            atomic_store_explicit(&t->keys[i], 0, memory_order_release);
+        }
+}

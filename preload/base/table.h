@@ -24,5 +24,7 @@ void *tlsm_table_get(struct tlsm_table *t, const void *key);
 /* State for key, created zeroed if absent; NULL when the table is full. */
 void *tlsm_table_put(struct tlsm_table *t, const void *key);
 void tlsm_table_del(struct tlsm_table *t, const void *key);
+/* Every entry gone (a detach, every other thread stopped); the memory stays. */
+void tlsm_table_clear(struct tlsm_table *t);
 
 #endif

@@ -1,4 +1,5 @@
 /* conn.c: connection ids, handshake timing, read and write events, per-connection totals. */
+#include "base/tls.h"
 #include "core/conn.h"
 #include "forward/blind.h"
 #include "base/clock.h"
@@ -30,6 +31,7 @@ struct tlsm_conn_state {
         uint64_t calls, bytes, recs, crypto_ns, preempt;
     } tot[2];
     bool ktls_asked[2]; /* kTLS probed once per direction (blind.c) */
+    bool joined;        /* open already when tlsmeter was attached */
     struct tlsm_hs hs;  /* the handshake's parts */
 };
 
@@ -53,7 +55,34 @@ static int64_t ns_since_t0(uint64_t ticks)
 static __thread struct {
     const SSL *ssl;
     struct tlsm_conn_state *cs;
-} last __attribute__((tls_model("initial-exec")));
+} last TLSM_IE;
+
+_Atomic bool tlsm_conn_joining;
+
+static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now);
+
+/* An attach: a connection met first with its handshake complete was open before tlsmeter came
+ * (or its handshake ran unseen): it opens now, `joined`, with no handshake figures. */
+static void join(struct tlsm_conn_state *cs, const SSL *ssl)
+{
+    const struct tlsm_abi *a = cs->lib ? &cs->lib->abi : NULL;
+    if (!a || !a->ssl_init_finished || !tlsm_trace_ready())
+        return;
+    tlsm_th.guard++;
+    int done = a->ssl_init_finished(ssl);
+    tlsm_th.guard--;
+    if (!done)
+        return;
+    cs->opened = cs->joined = true;
+    write_open(cs, ssl, tlsm_now());
+}
+
+/* A detach (every other thread stopped): the next attach's file describes its connections
+ * anew. */
+void tlsm_conn_forget_all(void)
+{
+    tlsm_table_clear(&conns);
+}
 
 /* conn_of's table way (not inlined: the hot path of a read keeps no registers for it). */
 static __attribute__((noinline)) struct tlsm_conn_state *conn_find(const SSL *ssl,
@@ -66,6 +95,8 @@ static __attribute__((noinline)) struct tlsm_conn_state *conn_find(const SSL *ss
         cs->id = atomic_fetch_add_explicit(&next_conn, 1, memory_order_relaxed);
         cs->lib = lib;
         __atomic_store_n(&cs->key, ssl, __ATOMIC_RELAXED);
+        if (atomic_load_explicit(&tlsm_conn_joining, memory_order_relaxed))
+            join(cs, ssl);
     }
     last.ssl = ssl, last.cs = cs;
     return cs;
@@ -181,6 +212,8 @@ static void write_open(struct tlsm_conn_state *cs, const SSL *ssl, uint64_t now)
     tlsm_json_int(&j, "hs_ns", cs->hs_first ? (int64_t)tlsm_ticks_to_ns(now - cs->hs_first) : -1);
     tlsm_json_int(&j, "hs_call_ns", (int64_t)tlsm_ticks_to_ns(cs->hs_ticks));
     tlsm_json_int(&j, "lib", cs->lib ? cs->lib->lib_id : 0);
+    if (cs->joined) /* open before an attach: its handshake is not in the trace */
+        tlsm_json_bool(&j, "joined", true);
     /* No handshake-driving call seen (the first was SSL_sendfile, after a handshake libssl
      * drove itself): no `hs`, rather than a handshake of 0 ns in the analyzer's figures. */
     if (cs->hs.calls && tlsm_hs_json(&cs->hs, resumed, hs, sizeof(hs)))

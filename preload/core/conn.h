@@ -27,6 +27,10 @@ struct tlsm_conn_scope {
 };
 
 int tlsm_conn_init(void);
+/* Set while attached to a running program (preload/hooks/attach.c): a connection met first with its
+ * handshake complete is `joined`. tlsm_conn_forget_all: a detach forgets every connection. */
+extern _Atomic bool tlsm_conn_joining;
+void tlsm_conn_forget_all(void);
 /* Enter/leave an SSL_* hook on ssl (sets this thread's current connection). */
 void tlsm_conn_enter(struct tlsm_conn_scope *sc, const SSL *ssl, struct tlsm_obj *lib);
 void tlsm_conn_leave(struct tlsm_conn_scope *sc);

@@ -45,6 +45,7 @@
  * gcm_gmult_4bit/gcm_ghash_4bit directly; block is aes_core.c's C AES_encrypt and there is no
  * CTR function (AES_CTR_ASM undefined). Any build with assembler sets both pointers on x86_64
  * and aarch64 (checked in 3.0.22's and 1.1.1w's gcm128.c and cipher_aes_gcm_hw.c / e_aes.c). */
+#include "base/tls.h"
 #include "core/impl.h"
 #include "arch/arch.h"
 #include "base/codeid.h"
@@ -97,7 +98,7 @@ static __thread struct {
     enum layout layout;
     /* The provider pointers last believed for layout_lib (tlsm_code_same_object is slow). */
     const void *ok_params, *ok_hw;
-} th __attribute__((tls_model("initial-exec")));
+} th TLSM_IE;
 
 static enum layout layout_of(const struct tlsm_obj *lib)
 {

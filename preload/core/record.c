@@ -1,5 +1,6 @@
 /* record.c: the adapter from the EVP hooks to the record machine (recsm.c), and its sink:
  * the rec line, connection and read totals, reroute, stacks. */
+#include "base/tls.h"
 #include "core/record.h"
 #include "forward/blind.h"
 #include "base/clock.h"
@@ -61,10 +62,10 @@ uint64_t tlsm_rec_untracked(void)
     return ctxs.full;
 }
 
-__thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+__thread struct tlsm_rec_last tlsm_rec_last TLSM_IE;
 /* The one before: a server answering a request reads on one context and writes on another,
  * so the two alternate; the swap keeps the one in use first. */
-static __thread struct tlsm_rec_last rec_prev __attribute__((tls_model("initial-exec")));
+static __thread struct tlsm_rec_last rec_prev TLSM_IE;
 
 struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx)
 {
@@ -178,6 +179,44 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
         return;
     if (tlsm_rec_obs.keyed)
         tlsm_rec_obs.keyed(st, key, iv, has_params);
+}
+
+_Atomic bool tlsm_rec_adopting;
+static _Atomic uint64_t adopted;
+
+/* An attach: libssl keyed this context before tlsmeter came, so no Init told what it is. The
+ * copy's own API does: its cipher and direction. Measured only (native_only): its key was never
+ * seen, so the reroute cannot have a shadow of it. */
+struct tlsm_rec_state *tlsm_rec_adopt(EVP_CIPHER_CTX *ctx, const void *caller,
+                                      struct tlsm_obj *target)
+{
+    const struct tlsm_abi *a = target ? &target->abi : NULL;
+    if (!a || !tlsm_abi_traced(a) || !a->ctx_cipher || !a->ctx_encrypting)
+        return NULL;
+    tlsm_th.guard++;
+    const EVP_CIPHER *c = (const EVP_CIPHER *)a->ctx_cipher(ctx);
+    int enc = c ? a->ctx_encrypting(ctx) : 0;
+    tlsm_th.guard--;
+    bool gcm;
+    const char *name = c ? libssl_aead(caller, c, target, &gcm) : NULL;
+    if (!name)
+        return NULL;
+    tlsm_rec_track_as(ctx, name, dir_of(enc), target, NULL, NULL, false, true);
+    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
+    if (st)
+        atomic_fetch_add(&adopted, 1);
+    return st;
+}
+
+uint64_t tlsm_rec_adopted(void)
+{
+    return atomic_load(&adopted);
+}
+
+void tlsm_rec_forget_all(void)
+{
+    tlsm_table_clear(&ctxs);
+    atomic_store(&adopted, 0);
 }
 
 bool tlsm_rec_impl_cached(const struct tlsm_rec_state *st)

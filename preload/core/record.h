@@ -6,6 +6,7 @@
 #ifndef TLSM_RECORD_H
 #define TLSM_RECORD_H
 
+#include "base/tls.h"
 #include "forward/obj.h"
 #include "core/recsm.h"
 
@@ -100,7 +101,7 @@ struct tlsm_rec_last {
     const void *ctx;
     struct tlsm_rec_state *st;
 };
-extern __thread struct tlsm_rec_last tlsm_rec_last __attribute__((tls_model("initial-exec")));
+extern __thread struct tlsm_rec_last tlsm_rec_last TLSM_IE;
 struct tlsm_rec_state *tlsm_rec_lookup_slow(const void *ctx);
 /* Tracked state of ctx, NULL for contexts that are not libssl AEAD record contexts. */
 static inline struct tlsm_rec_state *tlsm_rec_lookup(const void *ctx)
@@ -111,6 +112,15 @@ static inline struct tlsm_rec_state *tlsm_rec_lookup(const void *ctx)
         return st;
     return tlsm_rec_lookup_slow(ctx);
 }
+/* Attached to a running program (preload/hooks/attach.c): a record call of libssl (caller) on a
+ * context no Init was seen for adopts it, from the copy's own answers (cipher, direction),
+ * measured only. tlsm_rec_adopted: contexts adopted so far; tlsm_rec_forget_all: a detach. */
+extern _Atomic bool tlsm_rec_adopting;
+struct tlsm_rec_state *tlsm_rec_adopt(EVP_CIPHER_CTX *ctx, const void *caller,
+                                      struct tlsm_obj *target);
+uint64_t tlsm_rec_adopted(void);
+void tlsm_rec_forget_all(void);
+
 /* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. Inline (the two
  * calls below run once per TLS 1.3 record): only a new key leaves the header. */
 static inline void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher,
@@ -174,10 +184,9 @@ static inline void tlsm_rec_on_init(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *ciphe
                                     const unsigned char *key, const unsigned char *iv, int enc,
                                     const void *caller, struct tlsm_obj *target, uint64_t t_entry)
 {
-    (void)caller;
-    (void)target;
     struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
-    if (!st)
+    if (!st && (cipher || key || !atomic_load_explicit(&tlsm_rec_adopting, memory_order_relaxed) ||
+                !(st = tlsm_rec_adopt(ctx, caller, target))))
         return;
     unsigned given =
         (cipher ? TLSM_RSM_CIPHER : 0) | (key ? TLSM_RSM_KEY : 0) | (iv ? TLSM_RSM_IV : 0);

@@ -9,7 +9,7 @@
  *
  * Safety rules (docs/forwarding.md, "Locking and lifetime"):
  * - no tlsmeter lock is held across a loader call (dlopen, dlsym, dlinfo, dl_iterate_phdr):
- *   got_lock guards this file's records only, around memory stores and mprotect;
+ *   tlsm_got_lock guards this file's records only, around memory stores and mprotect;
  * - nothing is written into an object tlsmeter does not hold: the slots are written while the
  *   program's dlopen has not yet returned its handle, so nothing can unload the object;
  *   a patched object is never written again (no revert at dlclose: its patches die with it);
@@ -17,6 +17,7 @@
  *   patching dlopen, records whose object is no longer listed die; a record found again at
  *   the same place counts only while its slots still hold the hooks and its targets live. */
 #include "forward/got.h"
+#include "forward/got_priv.h"
 #include "forward/listing.h"
 #include "base/elfdyn.h"
 #include "base/json.h"
@@ -37,51 +38,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MAX_GOT_SLOTS 128
-#define CHUNK_OBJS    32
-#define MAX_CHUNKS    64 /* 2048 patched objects loaded at once; then one notice */
-
-struct got_slot {
-    uintptr_t addr, orig;
-    int id;
-};
-
-enum { G_LIVE = 1, G_DEAD = 2 };
-
-/* One patched load of one object. The registry grows in chunks; a dead record is reused
- * under got_lock, its fwd facts folded first. Readers take no lock: they copy what they need
- * between two reads of seq (odd while a record is rewritten) and drop the copy if it moved. */
-struct got_obj {
-    const struct link_map *lm;
-    uintptr_t start, end, base;
-    const void *phdr; /* identity only: compared with dl_iterate_phdr's, never read */
-    uint64_t name;    /* hash of its file name: part of the identity */
-    void *root;       /* handle of the dlopen that loaded it */
-    char path[512];
-    void *target[TLSM_FN_COUNT];
-    uint64_t ids;          /* hook ids with at least one rewritten slot */
-    _Atomic uint64_t used; /* ids a call came through (its fwd event, even once unloaded) */
-    struct tlsm_obj *to[TLSM_FN_COUNT];
-    struct { /* each target's object, to check that it is still the same load */
-        uintptr_t start, end;
-        const struct link_map *lm;
-    } tgt[TLSM_FN_COUNT];
-    struct got_slot slot[MAX_GOT_SLOTS];
-    int nslots;
-    _Atomic int state;
-    _Atomic unsigned seq;
-    uint64_t born; /* tlsm_got_births when it was published */
-};
-
 static struct got_obj *_Atomic chunks[MAX_CHUNKS];
 /* Advanced by every publish: a listing taken before a record was born says nothing of it. */
 _Atomic uint64_t tlsm_got_births;
-static _Atomic int ngobjs; /* published records, in chunk order */
-static pthread_mutex_t got_lock = PTHREAD_MUTEX_INITIALIZER;
+_Atomic int tlsm_got_n; /* published records, in chunk order */
+pthread_mutex_t tlsm_got_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_flag full_said = ATOMIC_FLAG_INIT;
 
 /* The fwd facts of reused records (caller path, target copy, functions a call came through),
- * for the fwd events at exit; under got_lock. */
+ * for the fwd events at exit; under tlsm_got_lock. */
 #define MAX_FOLDS 256
 static struct fold {
     char path[512];
@@ -92,10 +57,14 @@ static int nfolds;
 
 static const char *gnames[TLSM_FN_COUNT];
 static int gids[TLSM_FN_COUNT], ngnames;
-static void *hook_addr[TLSM_FN_COUNT];
+/* An attach (got_attach.c) also takes the handshake parts, exec and _exit: nothing else
+ * leads an already running program to the hooks. */
+static const char *anames[TLSM_FN_COUNT];
+static int aids[TLSM_FN_COUNT], nanames;
+void *tlsm_got_hook_addr[TLSM_FN_COUNT];
 static __typeof__(&dlopen) libc_dlopen;
 
-static struct got_obj *rec(int i)
+struct got_obj *tlsm_got_rec(int i)
 {
     struct got_obj *c = atomic_load_explicit(&chunks[i / CHUNK_OBJS], memory_order_acquire);
     return c ? &c[i % CHUNK_OBJS] : NULL;
@@ -113,13 +82,13 @@ static bool read_ok(const struct got_obj *g, unsigned s)
     return !(s & 1) && atomic_load_explicit(&g->seq, memory_order_relaxed) == s;
 }
 
-/* Under got_lock: g dies unless it was rewritten since read_begin returned s. */
+/* Under tlsm_got_lock: g dies unless it was rewritten since read_begin returned s. */
 static void kill_if(struct got_obj *g, unsigned s)
 {
-    pthread_mutex_lock(&got_lock);
+    pthread_mutex_lock(&tlsm_got_lock);
     if (atomic_load(&g->seq) == s && atomic_load(&g->state) == G_LIVE)
         atomic_store(&g->state, G_DEAD);
-    pthread_mutex_unlock(&got_lock);
+    pthread_mutex_unlock(&tlsm_got_lock);
 }
 
 /* Resolved on first use: a library constructor may dlopen before ours ran. */
@@ -153,43 +122,51 @@ static bool init_names(void)
     void *self = tlsm_real_dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!self)
         return false;
-    static const char *names[TLSM_FN_COUNT];
-    static int ids[TLSM_FN_COUNT];
+    static const char *names[TLSM_FN_COUNT], *names_a[TLSM_FN_COUNT];
+    static int ids[TLSM_FN_COUNT], ids_a[TLSM_FN_COUNT];
     static void *addr[TLSM_FN_COUNT];
-    int n = 0;
+    int n = 0, na = 0;
     for (int id = 0; id < TLSM_FN_COUNT; id++) {
         char fam = tlsm_hooks[id].family;
         bool want = fam == 'S' || fam == 'E' || fam == 'G' || id == TLSM_FN_dlclose;
-        void *p = want ? dlsym(self, tlsm_hooks[id].name) : 0;
-        if (p && tlsm_is_self(p)) {
-            addr[id] = p;
+        bool want_a = want || fam == 'H' || fam == 'D';
+        void *p = want_a ? dlsym(self, tlsm_hooks[id].name) : 0;
+        if (!p || !tlsm_is_self(p))
+            continue;
+        addr[id] = p;
+        names_a[na] = tlsm_hooks[id].name;
+        ids_a[na++] = id;
+        if (want) {
             names[n] = tlsm_hooks[id].name;
             ids[n++] = id;
         }
     }
     tlsm_real_dlclose(self);
-    pthread_mutex_lock(&got_lock);
+    pthread_mutex_lock(&tlsm_got_lock);
     if (!ngnames && n) {
-        memcpy(hook_addr, addr, sizeof(addr));
+        memcpy(tlsm_got_hook_addr, addr, sizeof(addr));
         memcpy(gnames, names, sizeof(names));
         memcpy(gids, ids, sizeof(ids));
+        memcpy(anames, names_a, sizeof(names_a));
+        memcpy(aids, ids_a, sizeof(ids_a));
+        nanames = na;
         __atomic_store_n(&ngnames, n, __ATOMIC_RELEASE);
     }
-    pthread_mutex_unlock(&got_lock);
+    pthread_mutex_unlock(&tlsm_got_lock);
     return __atomic_load_n(&ngnames, __ATOMIC_ACQUIRE) > 0;
 }
 
 void *tlsm_got_self_hook(enum tlsm_fn id)
 {
-    return init_names() && id >= 0 && id < TLSM_FN_COUNT ? hook_addr[id] : NULL;
+    return init_names() && id >= 0 && id < TLSM_FN_COUNT ? tlsm_got_hook_addr[id] : NULL;
 }
 
 /* Records whose object is not in a complete listing died with it. */
 static void sweep(const struct tlsm_listing *l)
 {
-    int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
+    int n = atomic_load_explicit(&tlsm_got_n, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        struct got_obj *g = rec(i);
+        struct got_obj *g = tlsm_got_rec(i);
         if (!g)
             continue;
         unsigned sq = read_begin(g);
@@ -208,7 +185,7 @@ void tlsm_got_sweep(const struct tlsm_listing *l)
 void tlsm_got_after_dlclose(void)
 {
     struct tlsm_listing l = {0};
-    if (atomic_load_explicit(&ngobjs, memory_order_acquire) && tlsm_listing_take(&l))
+    if (atomic_load_explicit(&tlsm_got_n, memory_order_acquire) && tlsm_listing_take(&l))
         sweep(&l);
     tlsm_listing_free(&l);
 }
@@ -232,6 +209,7 @@ static void *scope_lookup(void *root, const char *name, const char *ver)
 }
 
 struct collect {
+    const int *ids; /* gids, or aids for an attach */
     struct got_obj *g;
     const struct tlsm_obj *o;
     void *root;
@@ -246,11 +224,15 @@ static void collect_slot(int k, uintptr_t slot, uintptr_t value, void *arg)
 {
     struct collect *c = arg;
     struct got_obj *g = c->g;
-    int id = gids[k];
+    int id = c->ids[k];
     uintptr_t cur = __atomic_load_n((uintptr_t *)slot, __ATOMIC_ACQUIRE);
     (void)value;
     if (tlsm_is_self((const void *)cur) || g->nslots >= MAX_GOT_SLOTS)
         return;
+    if (!c->root) { /* an attach: the slot keeps going where the loader bound it */
+        c->skipped += !tlsm_got_collect_bound(g, c->o, slot, cur, id);
+        return;
+    }
     if (!(c->looked & (1ull << id))) {
         c->looked |= 1ull << id;
         g->target[id] = scope_lookup(c->root, tlsm_hooks[id].name, c->o->want[id]);
@@ -273,10 +255,10 @@ static void collect_slot(int k, uintptr_t slot, uintptr_t value, void *arg)
  * Records at the same place that fail this are dead: their object was unloaded. */
 static bool patched_already(const struct got_obj *s)
 {
-    int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
+    int n = atomic_load_explicit(&tlsm_got_n, memory_order_acquire);
     bool found = false;
     for (int i = 0; i < n; i++) {
-        struct got_obj *g = rec(i);
+        struct got_obj *g = tlsm_got_rec(i);
         if (!g)
             continue;
         unsigned sq = read_begin(g);
@@ -296,7 +278,7 @@ static bool patched_already(const struct got_obj *s)
         bool ok = true;
         for (int k = 0; k < ns && ok; k++)
             ok = __atomic_load_n((uintptr_t *)sl[k].addr, __ATOMIC_ACQUIRE) ==
-                 (uintptr_t)hook_addr[sl[k].id];
+                 (uintptr_t)tlsm_got_hook_addr[sl[k].id];
         for (int id = 0; id < TLSM_FN_COUNT && ok; id++)
             ok = !(ids & (1ull << id)) || !tgt[id].lm ||
                  same_load(tgt[id].start, tgt[id].end, tgt[id].lm);
@@ -308,7 +290,7 @@ static bool patched_already(const struct got_obj *s)
     return found;
 }
 
-/* Under got_lock: the fwd facts of g kept (one fold per caller path and target copy). */
+/* Under tlsm_got_lock: the fwd facts of g kept (one fold per caller path and target copy). */
 static void fold(const struct got_obj *g)
 {
     uint64_t left = atomic_load(&g->used);
@@ -332,13 +314,13 @@ static void fold(const struct got_obj *g)
     }
 }
 
-/* A record to write s into, under got_lock: a dead one (its fwd facts folded), else a new
+/* A record to write s into, under tlsm_got_lock: a dead one (its fwd facts folded), else a new
  * one (the registry grown by one chunk when needed). seq is left odd: being written. */
 static struct got_obj *claim(void)
 {
-    int n = atomic_load_explicit(&ngobjs, memory_order_relaxed);
+    int n = atomic_load_explicit(&tlsm_got_n, memory_order_relaxed);
     for (int i = 0; i < n; i++) {
-        struct got_obj *g = rec(i);
+        struct got_obj *g = tlsm_got_rec(i);
         if (g && atomic_load(&g->state) == G_DEAD) {
             fold(g);
             atomic_store_explicit(&g->seq, atomic_load(&g->seq) + 1, memory_order_relaxed);
@@ -359,16 +341,16 @@ static struct got_obj *claim(void)
     }
     struct got_obj *g = &c[n % CHUNK_OBJS];
     atomic_store(&g->seq, 1);
-    atomic_store_explicit(&ngobjs, n + 1, memory_order_release);
+    atomic_store_explicit(&tlsm_got_n, n + 1, memory_order_release);
     return g;
 }
 
 /* Publish s with its slots rewritten. The object is held by the dlopen that has not returned
- * yet, so the stores cannot land in an unmapped page; got_lock orders them with another
+ * yet, so the stores cannot land in an unmapped page; tlsm_got_lock orders them with another
  * thread patching the same object (a second dlopen of it). */
 static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, int phnum)
 {
-    pthread_mutex_lock(&got_lock);
+    pthread_mutex_lock(&tlsm_got_lock);
     struct got_obj *g = claim();
     if (g) {
         unsigned sq = atomic_load(&g->seq); /* odd */
@@ -377,7 +359,8 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
         for (int i = 0; i < g->nslots; i++) {
             struct got_slot *sl = &g->slot[i];
             if (__atomic_load_n((uintptr_t *)sl->addr, __ATOMIC_ACQUIRE) == sl->orig &&
-                tlsm_got_write_ptr(ph, phnum, g->base, sl->addr, (uintptr_t)hook_addr[sl->id]))
+                tlsm_got_write_ptr(ph, phnum, g->base, sl->addr,
+                                   (uintptr_t)tlsm_got_hook_addr[sl->id]))
                 done++;
         }
         atomic_store(&g->used, 0);
@@ -385,7 +368,7 @@ static struct got_obj *publish(const struct got_obj *s, const ElfW(Phdr) * ph, i
         atomic_store(&g->state, done ? G_LIVE : G_DEAD);
         atomic_store_explicit(&g->seq, sq + 1, memory_order_release);
     }
-    pthread_mutex_unlock(&got_lock);
+    pthread_mutex_unlock(&tlsm_got_lock);
     return g;
 }
 
@@ -410,14 +393,19 @@ static void patch_object(void *root, const struct tlsm_listed *obj, bool fresh)
     s.end = (uintptr_t)f.dlfo_map_end;
     s.base = obj->base;
     s.phdr = obj->phdr;
+    s.phnum = obj->phnum;
     s.name = obj->name;
     s.root = root;
     snprintf(s.path, sizeof(s.path), "%s", o->path);
     if (patched_already(&s))
         return;
-    struct collect c = {&s, o, root, 0, 0, fresh};
-    tlsm_elf_slots(s.lm, gnames, ngnames, collect_slot, &c);
-    if (c.skipped)
+    struct collect c = {root ? gids : aids, &s, o, root, 0, 0, fresh};
+    tlsm_elf_slots(s.lm, root ? gnames : anames, root ? ngnames : nanames, collect_slot, &c);
+    if (c.skipped && !root)
+        tlsm_warn("%s: %d GOT slot(s) for hooked names hold neither a definition of the name nor "
+                  "a stub the global scope binds: left alone, those calls are not traced",
+                  o->path, c.skipped);
+    else if (c.skipped)
         tlsm_warn("%s: %d GOT slot(s) for hooked names hold neither what its RTLD_DEEPBIND scope "
                   "defines nor its own PLT stub: left alone, those calls are not traced",
                   o->path, c.skipped);
@@ -447,7 +435,8 @@ static void patch_object(void *root, const struct tlsm_listed *obj, bool fresh)
             atomic_fetch_or(&s.to[id]->reach, TLSM_REACH_GOT);
 }
 
-/* The GOT slots of one object a RTLD_DEEPBIND dlopen's scope covers (held by that dlopen). */
+/* The GOT slots of one object a RTLD_DEEPBIND dlopen's scope covers (held by that dlopen);
+ * h NULL: an attach, every thread stopped (got_attach.c). */
 void tlsm_got_patch_held(void *h, const struct tlsm_listed *obj, bool fresh)
 {
     if (init_names())
@@ -458,9 +447,9 @@ void tlsm_got_patch_held(void *h, const struct tlsm_listed *obj, bool fresh)
  * not yet swept must not send a call into an unloaded copy). Lock-free. */
 void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller)
 {
-    int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
+    int n = atomic_load_explicit(&tlsm_got_n, memory_order_acquire);
     for (int i = n - 1; i >= 0; i--) {
-        struct got_obj *g = rec(i);
+        struct got_obj *g = tlsm_got_rec(i);
         if (!g)
             continue;
         unsigned sq = read_begin(g);
@@ -481,9 +470,9 @@ void *tlsm_got_answer(enum tlsm_fn id, const struct tlsm_obj *caller)
 
 bool tlsm_got_patched(const struct tlsm_obj *caller)
 {
-    int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
+    int n = atomic_load_explicit(&tlsm_got_n, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        struct got_obj *g = rec(i);
+        struct got_obj *g = tlsm_got_rec(i);
         if (!g)
             continue;
         unsigned sq = read_begin(g);
@@ -499,9 +488,9 @@ bool tlsm_got_patched(const struct tlsm_obj *caller)
 void tlsm_got_atfork(bool take)
 {
     if (take)
-        pthread_mutex_lock(&got_lock);
+        pthread_mutex_lock(&tlsm_got_lock);
     else
-        pthread_mutex_unlock(&got_lock);
+        pthread_mutex_unlock(&tlsm_got_lock);
 }
 
 /* One fwd event (caller, target copy, functions) with reach "got". */
@@ -534,17 +523,17 @@ static void write_fwd(const char *from, const struct tlsm_obj *to, uint64_t fns)
  * one line per copy it reached). */
 void tlsm_got_write_fwd(void)
 {
-    pthread_mutex_lock(&got_lock);
-    int n = atomic_load_explicit(&ngobjs, memory_order_acquire);
+    pthread_mutex_lock(&tlsm_got_lock);
+    int n = atomic_load_explicit(&tlsm_got_n, memory_order_acquire);
     for (int i = 0; i < n; i++) {
-        struct got_obj *g = rec(i);
+        struct got_obj *g = tlsm_got_rec(i);
         if (g && atomic_load(&g->state)) {
             fold(g);
             atomic_store(&g->used, 0);
         }
     }
     int m = nfolds;
-    pthread_mutex_unlock(&got_lock);
+    pthread_mutex_unlock(&tlsm_got_lock);
     for (int k = 0; k < m; k++)
         if (folds[k].to && folds[k].to->lib_id)
             write_fwd(folds[k].path, folds[k].to, folds[k].fns);

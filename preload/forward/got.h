@@ -42,6 +42,13 @@ void tlsm_got_sweep(const struct tlsm_listing *l);
  * (fresh: new since that dlopen began, so loaded with its scope). */
 void tlsm_got_patch_held(void *h, const struct tlsm_listed *obj, bool fresh);
 void tlsm_got_atfork(bool take);
+/* A detach, every other thread stopped: each slot still holding a hook gets back what it held
+ * (tlsm_got_patch_held with h NULL rewrote it); returns the slots put back. */
+int tlsm_got_revert_all(void);
+/* An attach, every other thread stopped: every loaded object's slots for the hooked names
+ * (families S, E, G, H and D) point at the hooks. Returns the records made, -1 when the
+ * objects could not be listed. */
+int tlsm_got_attach_all(void);
 /* One aligned pointer store at addr in the object whose program headers and load base are
  * given, inside an mprotect of its page when the loader made it read-only (RELRO), restored
  * after. False (nothing written) when addr is in none of its segments or misaligned. */

@@ -1,5 +1,6 @@
 /* obj.c: the registry of objects (append-only, grown in chunks; entries outlive dlclose as
  * stale) and the lib event of each OpenSSL instance. */
+#include "base/tls.h"
 #include "forward/obj.h"
 #include "forward/blind.h"
 #include "base/caps.h"
@@ -118,7 +119,7 @@ struct obj_memo {
     struct tlsm_obj *o;
     unsigned gen;
 };
-static __thread struct obj_memo obj_memo __attribute__((tls_model("initial-exec")));
+static __thread struct obj_memo obj_memo TLSM_IE;
 
 static struct tlsm_obj *memo(struct tlsm_obj *o, unsigned gen)
 {

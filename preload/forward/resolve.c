@@ -4,6 +4,7 @@
  * 2. failing that, C's own scope (dlopen(C, RTLD_NOLOAD)): Python's _ssl loads libssl
  *    RTLD_LOCAL, invisible to RTLD_NEXT;
  * 3. never our own hook. Answers are cached per (function, caller object). */
+#include "base/tls.h"
 #include "forward/resolve.h"
 #include "forward/entry.h"
 #include "forward/got.h"
@@ -27,7 +28,7 @@ struct tlsm_hook tlsm_hooks[TLSM_FN_COUNT] = {
 
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 uintptr_t tlsm_self_start, tlsm_self_end;
-__thread uintptr_t tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+__thread uintptr_t tlsm_fwd_last TLSM_IE;
 static __typeof__(&dlclose) libc_dlclose;
 
 bool tlsm_is_self(const void *addr)

@@ -3,6 +3,7 @@
 #ifndef TLSM_RESOLVE_H
 #define TLSM_RESOLVE_H
 
+#include "base/tls.h"
 #include "base/json.h"
 #include "base/fn.h"
 #include "trace/thread.h"
@@ -54,7 +55,7 @@ extern uintptr_t tlsm_self_start, tlsm_self_end;
  * the linker would have bound it as a call of that object, so resolve it as one. Taking
  * the hook's own return address instead sent a RTLD_LOCAL system libcrypto's tail calls
  * to whichever copy came first in the global scope (a vendor's). */
-extern __thread uintptr_t tlsm_fwd_last __attribute__((tls_model("initial-exec")));
+extern __thread uintptr_t tlsm_fwd_last TLSM_IE;
 const void *tlsm_obj_addr(const struct tlsm_obj *o);
 
 /* The slot whose entry holds caller, -1 for none; slot `last` is tried first. */

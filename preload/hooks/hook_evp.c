@@ -1,6 +1,7 @@
 /* hook_evp.c: the EVP calls libssl makes per record. Each hook forwards unchanged; for
  * contexts record.c tracks it reports the call. Calls nested inside another EVP hook
  * (EVP_CipherUpdate tail-calling EVP_DecryptUpdate) are the same operation: forwarded only. */
+#include "base/tls.h"
 #include "base/clock.h"
 #include "hooks/hook.h"
 #include "core/impl.h"
@@ -37,7 +38,7 @@ struct nest_memo {
     void *fn;
     unsigned gen;
 };
-static __thread struct nest_memo nest_memo[2] __attribute__((tls_model("initial-exec")));
+static __thread struct nest_memo nest_memo[2] TLSM_IE;
 
 /* Before a traced call of the real EVP_CipherUpdate/EVP_CipherFinal_ex (fn) on ctx: its nested
  * call of the hooked EVP_DecryptUpdate/EVP_DecryptFinal_ex (id; TLSM_FN_COUNT: none) on ctx
@@ -194,6 +195,9 @@ static __attribute__((noinline)) int full_ctrl(EVP_CIPHER_CTX *ctx, int type, in
     if (!f.fn)
         return errno = ENOSYS, 0;
     struct tlsm_rec_state *st = untraced_evp() ? NULL : tlsm_rec_lookup(ctx);
+    if (!st && type == EVP_CTRL_AEAD_TLS1_AAD && !untraced_evp() &&
+        atomic_load_explicit(&tlsm_rec_adopting, memory_order_relaxed))
+        st = tlsm_rec_adopt(ctx, ra, f.target); /* a TLS 1.2 record keyed before an attach */
     if (!st)
         return TLSM_REAL(EVP_CIPHER_CTX_ctrl, f)(ctx, type, arg, ptr);
     if (type == EVP_CTRL_AEAD_TLS1_AAD)

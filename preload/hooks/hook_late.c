@@ -8,6 +8,7 @@
  * return runs the after half, which reaches what the dlopen loaded, then returns to the
  * caller. Where no such return is found (or the CPU's shadow stack would refuse it) the
  * dlopen goes straight to libc, as before, and what it loads stays named by the blind scan. */
+#include "base/tls.h"
 #include "hooks/late.h"
 #include "forward/bindpast.h"
 #include "forward/got.h"
@@ -38,8 +39,8 @@ struct pending {
     uintptr_t sp;
     int mode;
 };
-static __thread struct pending pend[MAX_DEPTH] __attribute__((tls_model("initial-exec")));
-static __thread int npend __attribute__((tls_model("initial-exec")));
+static __thread struct pending pend[MAX_DEPTH] TLSM_IE;
+static __thread int npend TLSM_IE;
 /* dlopens between begin and end, all threads: while another is in flight, a dlopen that
  * loaded nothing itself may have returned an object that thread is still reaching. */
 static _Atomic int inflight;

@@ -10,6 +10,7 @@
  * "tlsivfixed", "tlsaad"), one update or cipher (TLS 1.2). The reroute observer follows the
  * decrypting contexts only. Each wrapper set serves one table of one copy; they are installed
  * before the program's first fetch (from the constructor). */
+#include "base/tls.h"
 #include "base/clock.h"
 #include "core/impl.h"
 #include "core/record.h"
@@ -175,7 +176,7 @@ static inline __attribute__((always_inline)) int tbl_einit(struct tslot *s, void
 static __thread struct {
     struct tslot *s;
     size_t outsize;
-} cur __attribute__((tls_model("initial-exec")));
+} cur TLSM_IE;
 
 static int native_update(EVP_CIPHER_CTX *ctx, unsigned char *out, int *outl,
                          const unsigned char *in, int inl)

@@ -5,6 +5,7 @@
  * context's counter is set to the shadow's after each sealed record; TLS 1.3 tags are read by
  * a ctrl after Final, answered from the shadow's; verification (verify.c) compares the whole
  * sealed record (ciphertext and tag) before libssl sends it. */
+#include "base/tls.h"
 #include "reroute/reroute.h"
 #include "reroute/backend.h"
 #include "reroute/calib.h"
@@ -31,10 +32,10 @@ static void wipe_iv(unsigned char *iv)
     for (int i = 0; i < 12; i++)
         p[i] = 0;
 }
-static __thread unsigned verify_tick __attribute__((tls_model("initial-exec")));
+static __thread unsigned verify_tick TLSM_IE;
 /* Per thread (OpenSSL's error queues are), one bit per backend mode: a backend call on this
  * thread may have left errors in that backend's queue since it was last emptied. */
-static __thread unsigned char backend_dirty __attribute__((tls_model("initial-exec")));
+static __thread unsigned char backend_dirty TLSM_IE;
 
 /* A backend call failed (or may have queued errors: loads, fetches, attaches): the next
  * record's begin empties the queue first. */

@@ -11,15 +11,42 @@
 
 extern char **environ;
 
-struct tlsm_config tlsm_cfg = {
-    .out = "tlsmeter.%p.trace",
-    .reads = true,
-    .writes = true,
-    .records = true,
-    .crypto = TLSM_MODE_NATIVE,
-    .patch = true,
-    .interval = 10,
-};
+/* Where the settings come from: the environment, or (an attach, preload/hooks/attach.c) the
+ * NAME=VALUE lines the attaching tool passed, kept here as NUL-separated strings. */
+static char given[8192];
+static bool from_given;
+
+static const char *setting(const char *name)
+{
+    if (!from_given)
+        return getenv(name);
+    size_t n = strlen(name);
+    for (const char *p = given; *p; p += strlen(p) + 1)
+        if (!strncmp(p, name, n) && p[n] == '=')
+            return p + n + 1;
+    return NULL;
+}
+
+/* The settings' NAME=VALUE strings, in order. */
+static char **settings_list(void)
+{
+    static char *list[128];
+    if (!from_given)
+        return environ;
+    size_t k = 0;
+    for (char *p = given; *p && k + 1 < sizeof(list) / sizeof(list[0]); p += strlen(p) + 1)
+        list[k++] = p;
+    list[k] = NULL;
+    return list;
+}
+
+/* The defaults, also the base of an attach's settings. */
+#define CFG_DEFAULTS                                                                               \
+    {                                                                                              \
+        .out = "tlsmeter.%p.trace", .reads = true, .writes = true, .records = true,                \
+        .crypto = TLSM_MODE_NATIVE, .patch = true, .interval = 10,                                 \
+    }
+struct tlsm_config tlsm_cfg = CFG_DEFAULTS;
 
 enum opt_type { OPT_BOOL, OPT_UINT, OPT_STRING, OPT_MODE, OPT_CHOICE };
 
@@ -127,10 +154,11 @@ static int parse_bool(const char *v, bool *out)
 /* A copy: programs that set their process title (nginx, postgres) overwrite the memory
  * getenv() pointed into, and the trace path is used long after start-up. Values longer
  * than the pool are cut (and still valid C strings). */
+static char pool[3 * 4096];
+static size_t used;
+
 static const char *keep_string(const char *v)
 {
-    static char pool[3 * 4096];
-    static size_t used;
     size_t n = strnlen(v, 4095);
     if (used + n + 1 > sizeof(pool))
         return "";
@@ -242,7 +270,7 @@ static const struct opt *find_opt(const char *name, size_t len)
 /* Typos like TLSMETER_RECORD=0 would silently do nothing: name them. */
 static void warn_unknown(void)
 {
-    for (char **e = environ; e && *e; e++) {
+    for (char **e = settings_list(); e && *e; e++) {
         const char *eq = strchr(*e, '=');
         if (strncmp(*e, "TLSMETER_", 9) || !eq || find_opt(*e, (size_t)(eq - *e)))
             continue;
@@ -254,7 +282,7 @@ static void warn_unknown(void)
  * that would name the trace "x.q" without a word; the default is used instead, said once. */
 static void out_escapes(void)
 {
-    const char *v = getenv("TLSMETER_OUT");
+    const char *v = setting("TLSMETER_OUT");
     for (const char *t = v; t && *t; t++) {
         if (*t != '%')
             continue;
@@ -278,11 +306,11 @@ static void out_escapes(void)
 void tlsm_config_load(void)
 {
     /* TLSMETER_QUIET first, so it also silences warnings about the other variables. */
-    const char *q = getenv("TLSMETER_QUIET");
+    const char *q = setting("TLSMETER_QUIET");
     if (q)
         parse_bool(q, &tlsm_cfg.quiet);
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
-        const char *v = getenv(opts[i].name);
+        const char *v = setting(opts[i].name);
         if (!v)
             continue;
         if (parse_one(&opts[i], v) && opts[i].dst == &tlsm_cfg.crypto)
@@ -294,7 +322,7 @@ void tlsm_config_load(void)
     }
     warn_unknown();
     out_escapes();
-    const char *out = getenv("TLSMETER_OUT");
+    const char *out = setting("TLSMETER_OUT");
     if ((!out || !*out) && tlsm_cfg.format == TLSM_FORMAT_JSONL)
         tlsm_cfg.out = "tlsmeter.%p.jsonl"; /* format 1's name */
 }
@@ -352,4 +380,25 @@ void tlsm_config_print_help(int fd)
     for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
         dprintf(fd, "  %-24s default %-18s %s\n", opts[i].name,
                 opts[i].def[0] ? opts[i].def : "(none)", opts[i].help);
+}
+
+/* An attach: the settings are the lines given (each NAME=VALUE, ended by a newline), on top of
+ * the defaults, whatever the program's environment or an earlier attach said. False when they
+ * do not fit. */
+bool tlsm_config_load_given(const char *lines)
+{
+    static const struct tlsm_config defaults = CFG_DEFAULTS;
+    size_t n = strnlen(lines, sizeof(given));
+    if (n + 2 > sizeof(given))
+        return false;
+    memcpy(given, lines, n);
+    given[n] = given[n + 1] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (given[i] == '\n')
+            given[i] = 0;
+    tlsm_cfg = defaults;
+    used = 0;
+    from_given = true;
+    tlsm_config_load();
+    return true;
 }

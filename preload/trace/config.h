@@ -48,6 +48,8 @@ extern char tlsm_config_crypto_error[128];
 
 /* Parse the environment into tlsm_cfg; warns once per malformed or unknown variable. */
 void tlsm_config_load(void);
+/* An attach: the settings from NAME=VALUE lines instead of the environment (config.c). */
+bool tlsm_config_load_given(const char *lines);
 /* The header's "config" member: the settings in effect, by name. */
 void tlsm_config_write(struct tlsm_json *j);
 /* Print the table (name, type, default, help) to fd: TLSMETER_HELP=1 and the wrapper's --help. */

@@ -1,5 +1,6 @@
 /* thread.c: per-thread state and its end: flush the thread's trace buffer at thread exit
  * and fold its hook call counts and summary sums into the process totals. */
+#include "base/tls.h"
 #include "trace/thread.h"
 #include "trace/cputime.h"
 #include "trace/trace.h"
@@ -11,7 +12,7 @@
 
 _Atomic bool tlsm_active;
 
-__thread struct tlsm_thread tlsm_th __attribute__((tls_model("initial-exec")));
+__thread struct tlsm_thread tlsm_th TLSM_IE;
 
 static pthread_key_t exit_key;
 static bool key_ok;

@@ -3,6 +3,7 @@
 #ifndef TLSM_THREAD_H
 #define TLSM_THREAD_H
 
+#include "base/tls.h"
 #include "base/fn.h"
 
 #include <errno.h>
@@ -81,7 +82,7 @@ struct tlsm_thread {
     uint64_t sum[TLSM_THREAD_SUM_N];
 };
 
-extern __thread struct tlsm_thread tlsm_th __attribute__((tls_model("initial-exec")));
+extern __thread struct tlsm_thread tlsm_th TLSM_IE;
 
 /* First use on a thread: learn the tid, register the flush-at-thread-exit handler. */
 void tlsm_thread_start(struct tlsm_thread *th);

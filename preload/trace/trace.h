@@ -37,6 +37,17 @@ void tlsm_trace_room_done(size_t n);
 void tlsm_trace_flush_self(void);
 /* Exit: flush every thread's buffer and write the end event. */
 void tlsm_trace_finish(void);
+/* A detach (every other thread stopped): is a thread inside the writer? Then nothing may be
+ * closed yet. Else tlsm_trace_detach ends the file, closes it and unmaps its chunks, and the
+ * next event (of a later attach) opens a new one. trace_detach.c. */
+bool tlsm_trace_writers_busy(void);
+void tlsm_trace_detach(void);
+/* The trace is an attach's (its header says so); tlsm_trace_disallow: no file may be opened
+ * any more (a detach: a thread that was inside a hook must not start a new one). */
+extern bool tlsm_trace_attached;
+void tlsm_trace_disallow(void);
+/* In a child forked while attached: the parent's file let go, nothing written. */
+void tlsm_trace_child_detach(void);
 /* Go quiet after an internal failure: one warning, pass-through from now on. */
 void tlsm_trace_quiet(const char *why);
 bool tlsm_trace_is_quiet(void);

@@ -1,6 +1,7 @@
 /* trace_header.c: the header line's fields: who is traced, on what CPU and clock, with
  * which settings and I/O mode. */
 #include "trace/trace_header.h"
+#include "trace/trace.h"
 #include "arch/arch.h"
 #include "base/caps.h"
 #include "base/clock.h"
@@ -33,6 +34,8 @@ void tlsm_tr_header_fields(struct tlsm_json *j, const struct tlsm_tr_hdr *h)
     tlsm_json_int(j, "ppid", getppid());
     if (h->fork_of)
         tlsm_json_int(j, "fork_of", h->fork_of);
+    if (tlsm_trace_attached) /* loaded into the running process: what came before is unseen */
+        tlsm_json_bool(j, "attached", true);
     tlsm_json_str(j, "io", h->mapped ? "mmap" : "write");
     if (h->io_why[0])
         tlsm_json_str(j, "io_why", h->io_why);
