@@ -429,6 +429,10 @@ static void feed_conn(struct model *m, struct trace *t, const struct event *e)
     c->role = model__intern(m, e->s[S_ROLE].p, e->s[S_ROLE].n);
     if (event__has(e, I_HS_NS))
         c->hs_ns = e->i[I_HS_NS];
+    /* An attached trace's connection opened with no handshake seen was open at the attach
+     * (conn.joined; the handshake of one driven unseen in an SSL BIO would be seen here). */
+    if (t->attached && c->hs_ns < 0)
+        t->joined++;
     if (event__has(e, I_HS_CALL_NS))
         c->hs_call_ns = e->i[I_HS_CALL_NS];
     see_time(t, e->i[I_T], 0);

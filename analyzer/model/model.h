@@ -152,6 +152,8 @@ struct trace {
     bool cpu_crypto_known, cpu_aes; /* header.cpu_crypto, and whether it lists aes */
     int64_t max_t, wall_ns, user_ns, sys_ns, events_declared, dropped;
     int64_t start_cpu_ns; /* header: the process's CPU before the trace opened; -1: unknown */
+    bool attached;        /* header.attached: `tlsmeter attach` (the trace is a window) */
+    int64_t joined;       /* attached: connections open before the attach (no handshake seen) */
     int64_t reroute_routed, reroute_fallback;
     char *quiet, *reroute_reason;
     char *io, *io_error;         /* end.io ("mmap", "write"), end.io_error: why the file stopped */

@@ -82,6 +82,7 @@ int model__header(struct model *m, struct trace *t, json_t *o, char *err, size_t
     t->pid = int_get(o, "pid", -1);
     t->start_unix_ns = int_get(o, "start_unix_ns", 0);
     t->start_cpu_ns = int_get(o, "start_cpu_ns", -1); /* older traces: the whole process */
+    t->attached = json_is_true(json_object_get(o, "attached"));
     t->comm = str_dup(o, "comm");
     t->exe = str_dup(o, "exe");
     t->arch = str_dup(o, "arch");

@@ -25,6 +25,31 @@ static const char *gloss(enum impl_class c)
     }
 }
 
+/* A trace of `tlsmeter attach` covers the attach to the detach: say so, and what it could not
+ * see of the connections that were open already. */
+static void attached(FILE *out, const struct model *m)
+{
+    int64_t n = 0, joined = 0;
+    bool hw = false;
+    for (size_t i = 0; i < m->ntraces; i++) {
+        const struct trace *t = &m->traces[i];
+        n += t->attached;
+        joined += t->attached ? t->joined : 0;
+        hw |= t->attached && t->mode && strcmp(t->mode, "native");
+    }
+    if (!n)
+        return;
+    fprintf(out, "attached     the figures cover attach to detach, not the whole process");
+    if (joined)
+        fprintf(out,
+                "; %lld connection(s) were open already: their handshakes are not in the "
+                "trace%s",
+                (long long)joined,
+                hw ? ", and their records stay native (their keys were set before the attach)"
+                   : "");
+    fputc('\n', out);
+}
+
 static void program(FILE *out, const struct summary *s)
 {
     const struct model *m = s->m;
@@ -41,6 +66,7 @@ static void program(FILE *out, const struct summary *s)
     if (s->enc)
         fprintf(out, ", sent %s", fmt_bytes(&d, s->enc->m->st.got));
     fputc('\n', out);
+    attached(out, m);
 }
 
 /* "15.5 %" or ">= 100 %" (crypto above the accounted CPU), or NULL when unknown. */

@@ -302,6 +302,10 @@ static json_t *traces_arr(const struct summary *s)
         json_object_set_new(o, "comm", jstr(t->comm));
         json_object_set_new(o, "pid", json_integer(t->pid));
         json_object_set_new(o, "duration_ns", json_integer(trace__duration(t)));
+        if (t->attached) { /* `tlsmeter attach`: a window, and the connections open at its start */
+            json_object_set_new(o, "attached", json_true());
+            json_object_set_new(o, "joined_conns", json_integer(t->joined));
+        }
         json_object_set_new(o, "cpu_ns", json_integer(trace__cpu_ns(t)));
         if (t->cpu_overflow)
             json_object_set_new(o, "cpu_note", json_string("overflow"));
