@@ -91,6 +91,11 @@ TESTPROGS := $(TESTPROG_SRCS:tests/progs/%.c=$(O)/tests/%)
 
 PRELOAD := $(O)/libtlsmeter.so
 ANALYZER := $(O)/tlsmeter-analyze
+# tlsmeter-attach: loads the library into a running process with ptrace (attach/; its CPU
+# part in attach/arch/$(ARCH).c).
+ATTACH_SRCS := $(wildcard attach/*.c) attach/arch/$(ARCH).c
+ATTACH_OBJS := $(ATTACH_SRCS:%.c=$(O)/%.o)
+ATTACH := $(O)/tlsmeter-attach
 
 # What the test scripts put in LD_PRELOAD: with sanitizers the runtime must come first.
 ifneq ($(SAN),)
@@ -102,7 +107,7 @@ space := $(empty) $(empty)
 TEST_PRELOAD := $(subst $(space),,$(strip $(foreach r,$(SAN_RUNTIMES),$(abspath $(r)):)$(abspath $(PRELOAD))))
 
 .PHONY: all check demo bench install uninstall clean help deps fuzz format
-all: $(PRELOAD) $(ANALYZER)
+all: $(PRELOAD) $(ANALYZER) $(ATTACH)
 
 deps:
 	$(Q)scripts/install-deps
@@ -148,6 +153,15 @@ $(O)/analyzer/%.o: analyzer/%.c $(O)/analyzer/%.d
 $(ANALYZER): $(ANALYZER_OBJS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS) $(JANSSON_LIBS) $(DW_LIBS) -lm
+
+$(O)/attach/%.o: attach/%.c $(O)/attach/%.d
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(TLSM_CFLAGS) $(DEPFLAGS) -Iattach $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(ATTACH): $(ATTACH_OBJS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(TLSM_LDFLAGS) $(LDFLAGS)
 
 # -Ipreload: gentrace builds the preload's trace encoder into itself.
 $(O)/tests/%: tests/progs/%.c $(O)/tests/%.d
@@ -202,6 +216,7 @@ install: all $(O)/tests/certbench
 	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so
 	install -m 0755 $(O)/tests/certbench $(DESTDIR)$(PREFIX)/lib/tlsmeter/certbench
 	install -m 0755 $(ANALYZER) $(DESTDIR)$(PREFIX)/bin/tlsmeter-analyze
+	install -m 0755 $(ATTACH) $(DESTDIR)$(PREFIX)/bin/tlsmeter-attach
 	install -m 0755 scripts/tlsmeter $(DESTDIR)$(PREFIX)/bin/tlsmeter
 	for s in scripts/tlsmeter-*; do install -m 0755 $$s $(DESTDIR)$(PREFIX)/bin/; done
 	@# The loader's cache covers the system's library folders only: ldconfig for those (as
@@ -225,7 +240,7 @@ clean:
 help:
 	@echo "tlsmeter $(VERSION)"
 	@echo "Targets:"
-	@echo "  all       build $(O)/libtlsmeter.so and $(O)/tlsmeter-analyze (default)"
+	@echo "  all       build $(O)/libtlsmeter.so, $(O)/tlsmeter-analyze and $(O)/tlsmeter-attach (default)"
 	@echo "  deps      install missing Debian packages (needs root)"
 	@echo "  check     run the test suite (closing line: N passed, N failed, N skipped)"
 	@echo "  unit      the unit tests of the preload's pure parts, no LD_PRELOAD (seconds)"
@@ -254,7 +269,7 @@ help:
 # Header dependencies written by the compiles above. Each output also depends on its .d: a
 # missing one (first build, or a tree built before -MMD) counts as changed, so the output is
 # rebuilt and gets its list, instead of staying stale against headers make does not know of.
-DEPFILES := $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(TESTPROGS:=.d) $(DLSAFE_PLUGINS:.so=.d) \
+DEPFILES := $(PRELOAD_OBJS:.o=.d) $(ANALYZER_OBJS:.o=.d) $(ATTACH_OBJS:.o=.d) $(TESTPROGS:=.d) $(DLSAFE_PLUGINS:.so=.d) \
 	$(FUZZER).d
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
