@@ -98,8 +98,9 @@ static int check_permission(pid_t pid, const char *comm, const struct proc_statu
                  user_name(getuid(), me, sizeof(me)));
         return -1;
     }
-    /* A non-dumpable process's /proc directory belongs to root whoever it runs as. */
-    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    /* A non-dumpable process's /proc files (not its directory) belong to root whoever it
+     * runs as. */
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
     if (!cap && stat(path, &dir) == 0 && dir.st_uid == 0 && st->uid[1] != 0) {
         snprintf(why, whycap,
                  "%d (%s) is not dumpable (it called prctl(PR_SET_DUMPABLE, 0), or changed its "

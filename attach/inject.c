@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -299,6 +300,8 @@ static int with_process_stopped(struct job *j)
         threads_read_regs(&ts);
         syscalls_rewind_eintr(&ts);
         t = syscalls_pick_thread(&ts);
+        if (getenv("TLSM_ATTACH_DEBUG"))
+            syscalls_describe(&ts, t);
         if (t) {
             rc = stopped_run(j, &ts, t);
             threads_free(&ts);

@@ -14,6 +14,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 
 static const long safe_calls[] = {
@@ -137,4 +138,24 @@ struct thread *syscalls_pick_thread(struct threads *ts)
             first = t;
     }
     return first;
+}
+
+void syscalls_describe(const struct threads *ts, const struct thread *chosen)
+{
+    static const char *const states[] = {"-", "in", "eintr"};
+
+    for (size_t i = 0; i < ts->n; i++) {
+        const struct thread *t = &ts->t[i];
+        struct arch_sys_stop s = {ARCH_SYS_NONE, -1};
+
+        if (t->regs_valid)
+            arch_syscall_at_stop(&t->regs, &t->before, &s);
+        fprintf(stderr, "tlsmeter-attach: thread %d: %s%s%s, system call %ld (%s)%s%s\n",
+                (int)t->tid,
+                t->gone      ? "gone"
+                : t->stopped ? "stopped"
+                             : "running",
+                t->group_stop ? ", group stop" : "", t->signal ? ", signal" : "", s.nr,
+                states[s.state], t->regs_dirty ? ", rewound" : "", t == chosen ? ", chosen" : "");
+    }
 }

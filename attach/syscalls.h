@@ -12,4 +12,7 @@ void syscalls_rewind_eintr(struct threads *ts);
  * when it does; NULL when none does. */
 struct thread *syscalls_pick_thread(struct threads *ts);
 
+/* One line per thread on stderr: its stop and system call (TLSM_ATTACH_DEBUG). */
+void syscalls_describe(const struct threads *ts, const struct thread *chosen);
+
 #endif
