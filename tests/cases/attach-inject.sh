@@ -180,7 +180,7 @@ clean_out() { echo "ready eintr epoll=0 read=0 nanosleep=0 poll=0 cond=0 sigwait
 refused() {
     local name=$1 want=$2 pat=$3 pid=$4 out rc st
     shift 4
-    for mode in --check attach; do
+    for mode in ${MODES:---check attach}; do
         if [ "$mode" = --check ]; then
             out=$("$@" "$A" --check "$pid" 2>&1)
         else
@@ -296,6 +296,38 @@ if [ "$RC" = 3 ] && [ "$OUT" = "$(clean_out 0)" ]; then
     pass "attach-inject stopped process: output and exit code unchanged"
 else
     fail "attach-inject stopped process: exit $RC, output '$OUT'"
+fi
+
+# --- A process in its own mount namespace (as in a container) that cannot see the library:
+# a copy goes to its /tmp/tlsmeter-UID/, the trace to its /tmp; a symbolic link planted there
+# is refused.
+if unshare -m --propagation private true 2>/dev/null; then
+    mkdir -p "$d/nslib" && cp "$LIB" "$d/nslib/"
+    # shellcheck disable=SC2016 # expanded by the inner bash
+    inner='mount -t tmpfs none /tmp && mount -t tmpfs none "$1" && exec "$2" -t read,epoll'
+    start ns unshare -m --propagation private bash -c "$inner" _ "$d/nslib" "$T" ||
+        fail "attach-inject: attachee never got ready"
+    pid=${TPID[ns]}
+    out=$("$A" --lib "$d/nslib/libtlsmeter.so" --for 0.05 "$pid" 2>&1)
+    rc=$?
+    rec=/proc/$pid/root/tmp/tlsmeter.$pid.trace
+    mode=$(stat -c %a "/proc/$pid/root/tmp/tlsmeter-0/libtlsmeter.so" 2>/dev/null)
+    if [ "$rc" = 0 ] && [[ $out == *"trace $rec;"* ]] && [ "$(cat "$rec" 2>/dev/null)" = "attach $pid
+detach $pid" ] && [ "$mode" = 644 ] && grep -q ' /tmp/tlsmeter-0/libtlsmeter.so$' "/proc/$pid/maps"; then
+        pass "attach-inject mount namespace: the library copied to the process's /tmp/tlsmeter-0 (mode $mode), the trace in its /tmp, named from here as $rec"
+    else
+        fail "attach-inject mount namespace: exit $rc, copy mode '$mode', record '$(cat "$rec" 2>/dev/null)': $out"
+    fi
+    finish ns
+    start ns2 unshare -m --propagation private bash -c "$inner" _ "$d/nslib" "$T" ||
+        fail "attach-inject: attachee never got ready"
+    ln -s /etc "/proc/${TPID[ns2]}/root/tmp/tlsmeter-0"
+    RLIB=$d/nslib/libtlsmeter.so
+    MODES=attach refused "symbolic link in the target's /tmp" 2 "/tmp/tlsmeter-0 in the target's root is not a directory we can use: a symbolic link" "${TPID[ns2]}"
+    RLIB=
+    finish ns2
+else
+    skip "attach-inject mount namespace: unshare -m is not allowed here"
 fi
 
 # --- Refusals.
