@@ -255,6 +255,7 @@ static int run_calls(struct job *j, struct threads *ts, struct thread *t, char *
                  "; THE PROCESS MAY BE WEDGED inside the call, and crash when it returns");
     } else if (rcall_end(&c) != 0) {
         snprintf(why, whycap, "cannot restore thread %d: %s", (int)t->tid, strerror(errno));
+        rc = -1;
     }
     return rc;
 }
