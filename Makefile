@@ -214,6 +214,7 @@ bench: deps all testprogs
 install: all $(O)/tests/certbench
 	install -d $(DESTDIR)$(PREFIX)/lib/tlsmeter $(DESTDIR)$(PREFIX)/bin
 	install -m 0644 $(PRELOAD) $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so
+	install -m 0644 $(ATTACH_PRELOAD) $(DESTDIR)$(PREFIX)/lib/libtlsmeter-attach.so
 	install -m 0755 $(O)/tests/certbench $(DESTDIR)$(PREFIX)/lib/tlsmeter/certbench
 	install -m 0755 $(ANALYZER) $(DESTDIR)$(PREFIX)/bin/tlsmeter-analyze
 	install -m 0755 $(ATTACH) $(DESTDIR)$(PREFIX)/bin/tlsmeter-attach
@@ -226,7 +227,8 @@ install: all $(O)/tests/certbench
 			ldconfig; fi ;; esac
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so $(DESTDIR)$(PREFIX)/bin/tlsmeter \
+	rm -f $(DESTDIR)$(PREFIX)/lib/libtlsmeter.so $(DESTDIR)$(PREFIX)/lib/libtlsmeter-attach.so \
+		$(DESTDIR)$(PREFIX)/bin/tlsmeter \
 		$(DESTDIR)$(PREFIX)/bin/tlsmeter-* $(DESTDIR)$(PREFIX)/lib/tlsmeter/certbench
 	rmdir $(DESTDIR)$(PREFIX)/lib/tlsmeter 2>/dev/null || true
 

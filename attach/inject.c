@@ -50,9 +50,13 @@ static int is_libdl(const char *b)
     return !strncmp(b, "libdl.so", 8) || !strncmp(b, "libdl-", 6);
 }
 
+/* libtlsmeter-attach.so, or a library given with --lib under the preload's name. */
 static int is_tlsmeter(const char *b)
 {
-    return !strncmp(b, "libtlsmeter.so", 14) && (!b[14] || !strcmp(b + 14, " (deleted)"));
+    size_t n = !strncmp(b, "libtlsmeter-attach.so", 21) ? 21
+               : !strncmp(b, "libtlsmeter.so", 14)      ? 14
+                                                        : 0;
+    return n && (!b[n] || !strcmp(b + n, " (deleted)"));
 }
 
 /* A mapped file as this program can open it: through the target's root, or the map_files

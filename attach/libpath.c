@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LIB_NAME "libtlsmeter.so"
+/* The preload's sources built with the dynamic TLS model (mk/attachlib.mk): libtlsmeter.so's
+ * initial-exec TLS does not fit in what a running process has left. */
+#define LIB_NAME "libtlsmeter-attach.so"
 
 static int regular_file(const char *path)
 {

@@ -23,3 +23,8 @@ $(ATTACH_PRELOAD): $(ATTACH_LIB_OBJS)
 
 $(ATTACH_LIB_OBJS:.o=.d):
 include $(wildcard $(ATTACH_LIB_OBJS:.o=.d))
+
+# The quick-start targets install what is missing first (as the top Makefile's other objects).
+ifneq ($(filter check demo bench deps,$(MAKECMDGOALS)),)
+$(ATTACH_LIB_OBJS) $(ATTACH_OBJS): | deps
+endif

@@ -134,7 +134,7 @@ while not os.path.exists(stop):
         time.sleep(0.0005)
 print(n)
 EOF2
-LIB=$d/libtlsmeter.so
+LIB=$d/libtlsmeter-attach.so
 if ! cc -shared -fPIC -o "$LIB" "$d/standin.c" || ! cc -o "$d/plain" "$d/plain.c"; then
     fail "attach-inject: cannot build the stand-in library or the libc-only program"
     exit 0
@@ -308,12 +308,12 @@ if unshare -m --propagation private true 2>/dev/null; then
     start ns unshare -m --propagation private bash -c "$inner" _ "$d/nslib" "$T" ||
         fail "attach-inject: attachee never got ready"
     pid=${TPID[ns]}
-    out=$("$A" --lib "$d/nslib/libtlsmeter.so" --for 0.05 "$pid" 2>&1)
+    out=$("$A" --lib "$d/nslib/libtlsmeter-attach.so" --for 0.05 "$pid" 2>&1)
     rc=$?
     rec=/proc/$pid/root/tmp/tlsmeter.$pid.trace
-    mode=$(stat -c %a "/proc/$pid/root/tmp/tlsmeter-0/libtlsmeter.so" 2>/dev/null)
+    mode=$(stat -c %a "/proc/$pid/root/tmp/tlsmeter-0/libtlsmeter-attach.so" 2>/dev/null)
     if [ "$rc" = 0 ] && [[ $out == *"trace $rec;"* ]] && [ "$(cat "$rec" 2>/dev/null)" = "attach $pid
-detach $pid" ] && [ "$mode" = 644 ] && grep -q ' /tmp/tlsmeter-0/libtlsmeter.so$' "/proc/$pid/maps"; then
+detach $pid" ] && [ "$mode" = 644 ] && grep -q ' /tmp/tlsmeter-0/libtlsmeter-attach.so$' "/proc/$pid/maps"; then
         pass "attach-inject mount namespace: the library copied to the process's /tmp/tlsmeter-0 (mode $mode), the trace in its /tmp, named from here as $rec"
     else
         fail "attach-inject mount namespace: exit $rc, copy mode '$mode', record '$(cat "$rec" 2>/dev/null)': $out"
@@ -322,7 +322,7 @@ detach $pid" ] && [ "$mode" = 644 ] && grep -q ' /tmp/tlsmeter-0/libtlsmeter.so$
     start ns2 unshare -m --propagation private bash -c "$inner" _ "$d/nslib" "$T" ||
         fail "attach-inject: attachee never got ready"
     ln -s /etc "/proc/${TPID[ns2]}/root/tmp/tlsmeter-0"
-    RLIB=$d/nslib/libtlsmeter.so
+    RLIB=$d/nslib/libtlsmeter-attach.so
     MODES=attach refused "symbolic link in the target's /tmp" 2 "/tmp/tlsmeter-0 in the target's root is not a directory we can use: a symbolic link" "${TPID[ns2]}"
     RLIB=
     finish ns2
@@ -373,7 +373,7 @@ fi
 u=$(mktemp -d /tmp/tlsm-attach.XXXXXX)
 chmod 755 "$u"
 cp "$A" "$LIB" "$u/"
-RLIB=$u/libtlsmeter.so
+RLIB=$u/libtlsmeter-attach.so
 start root "$T" -t read || fail "attach-inject: attachee never got ready"
 refused "another user" 2 "runs as root and you are nobody" "${TPID[root]}" "${NOBODY[@]}"
 finish root
