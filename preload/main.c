@@ -87,6 +87,9 @@ static bool loaded_late(void)
     void *p = prog ? dlsym(prog, "tlsmeter_attach") : NULL;
     if (prog)
         dlclose(prog);
+    /* Another tlsmeter there (libtlsmeter.so preloaded, this is libtlsmeter-attach.so): its
+     * hooks hold the slots already; an attach must not trace the same calls twice. */
+    tlsm_preloaded_other = p && p != (void *)&tlsmeter_attach;
     return p != (void *)&tlsmeter_attach;
 }
 

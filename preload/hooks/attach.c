@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <sys/auxv.h>
 
-bool tlsm_loaded_late;
+bool tlsm_loaded_late, tlsm_preloaded_other;
 static bool attached;
 static int slots_objects; /* objects whose slots the attach rewrote */
 
@@ -52,8 +52,9 @@ static void stop_tracing(void)
 
 TLSM_EXPORT int tlsmeter_attach(const char *settings, char *msg, size_t cap)
 {
-    if (!tlsm_loaded_late)
-        return say(msg, cap, 1, "tlsmeter is preloaded into this process: it is traced already");
+    if (!tlsm_loaded_late || tlsm_preloaded_other)
+        return say(msg, cap, 1,
+                   "tlsmeter is preloaded into this process (LD_PRELOAD): it is traced already");
     if (attached)
         return say(msg, cap, 1, "tlsmeter is attached to this process already");
     if (getauxval(AT_SECURE))

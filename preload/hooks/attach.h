@@ -14,6 +14,8 @@ int tlsmeter_detach(char *msg, size_t cap);
 
 /* The constructor found the library loaded by a dlopen, not preloaded (main.c). */
 extern bool tlsm_loaded_late;
+/* ... and found another tlsmeter preloaded in the process. */
+extern bool tlsm_preloaded_other;
 /* main.c: */
 bool tlsm_start_tracing(bool attach);
 void tlsm_start_attached(void);
