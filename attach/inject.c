@@ -228,7 +228,9 @@ static int call_library(struct job *j, struct remote_call *c, char *why, size_t 
         return -1;
     j->rep->lib_called = 1;
     rcall_read_string(c->tid, msg, j->rep->msg, sizeof(j->rep->msg));
-    return (int)(uint32_t)ret == 0 ? 0 : 1;
+    /* tlsmeter_detach's 2: a thread was stopped inside the trace writer; another stop will
+     * find it out of there. */
+    return (int)(uint32_t)ret == 0 ? 0 : (int)(uint32_t)ret == 2 && !j->attach ? 2 : 1;
 }
 
 /* The calls in the chosen thread, errno saved and restored around them. */
@@ -280,7 +282,7 @@ static int stopped_run(struct job *j, struct threads *ts, struct thread *t)
     j->rep->stopped_ms = threads_stopped_ms(ts);
     if (rc < 0)
         snprintf(j->rep->msg, sizeof(j->rep->msg), "%s", why);
-    return rc == 0 ? INJECT_OK : INJECT_FAILED;
+    return rc == 0 ? INJECT_OK : rc == 2 ? INJECT_BUSY : INJECT_FAILED;
 }
 
 static int with_process_stopped(struct job *j)
@@ -311,7 +313,10 @@ static int with_process_stopped(struct job *j)
             rc = stopped_run(j, &ts, t);
             threads_free(&ts);
             proc_mem_close();
-            return rc;
+            if (rc != INJECT_BUSY)
+                return rc;
+            pause_ms(PICK_PAUSE_MS);
+            continue;
         }
         threads_release(&ts, 0);
         threads_free(&ts);

@@ -7,7 +7,8 @@
 #include <sys/types.h>
 
 /* Exit codes: done, the target or the library refused / failed, could not start. */
-enum { INJECT_OK = 0, INJECT_FAILED = 1, INJECT_REFUSED = 2 };
+/* INJECT_BUSY (internal): the library asked to be called again at another stop. */
+enum { INJECT_OK = 0, INJECT_FAILED = 1, INJECT_REFUSED = 2, INJECT_BUSY = 3 };
 
 struct inject_report {
     double stopped_ms; /* first PTRACE_INTERRUPT to the last thread released */
