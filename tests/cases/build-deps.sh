@@ -12,7 +12,7 @@
 d=$(case_dir)
 src=$d/src
 mkdir -p "$src/tests"
-cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" \
+cp -a "$TLSM_TOP/Makefile" "$TLSM_TOP/mk" "$TLSM_TOP/attach" "$TLSM_TOP/preload" "$TLSM_TOP/analyzer" \
     "$TLSM_TOP/common" "$src/"
 cp -a "$TLSM_TOP/tests/progs" "$TLSM_TOP/tests/fuzz" "$src/tests/"
 # The fuzz target (clang with libFuzzer) is one compile of all the reader's sources with the
