@@ -8,9 +8,10 @@ ARM64VM_TOOLS := qemu-system-arm cpio
 # whose subject is the scheduler: on-CPU time and death by signal. Sizes fit TCG (every
 # instruction emulated).
 ARM64VM_CASES ?= core-run-library aarch64-impl aarch64-tamper reroute-masked core-fork \
-	trace-death cputime-agree enc-nginx $(notdir $(basename $(wildcard tests/cases/vm-*.sh)))
+	trace-death cputime-agree enc-nginx attach-download attach-nginx $(notdir $(basename $(wildcard tests/cases/vm-*.sh)))
 ARM64VM_CASES_1CPU ?= cputime-agree trace-death
-ARM64VM_ENV ?= TLSM_CPUTIME_MIB=8 # 256 records: enough for the clocks' sums, quick under TCG
+# 256 records: enough for the clocks' sums, quick under TCG; attach windows of 2 MiB.
+ARM64VM_ENV ?= TLSM_CPUTIME_MIB=8 TLSM_ATTACH_MIB=2
 
 .PHONY: check-arm64vm
 

@@ -6,7 +6,7 @@
 # it (at least those wholly inside, at most those that overlap it). Then 100 attach/detach
 # cycles in a row on the same busy worker: no request fails, the worker lives on with the same
 # descriptors, and its memory growth is stated.
-# tlsm-arch: x86_64
+# tlsm-arch: x86_64 aarch64
 # shellcheck source=tests/lib.sh
 . "$TLSM_TOP/tests/lib.sh"
 # shellcheck source=tests/lib-tls.sh
