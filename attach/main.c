@@ -178,9 +178,11 @@ static const char *setting(const struct settings *s, const char *name)
     return NULL;
 }
 
-/* The trace's file: -o, else TLSMETER_OUT from the environment, else tlsmeter.%p.trace here
+/* The trace's file: -o, else TLSMETER_OUT from the environment, else tlsmeter.%p.%t.trace here
  * (or in the target's /tmp when it has another mount namespace); relative paths are made
- * absolute from here when the target sees the same files. */
+ * absolute from here when the target sees the same files. %t, the attach's start time, gives
+ * a process attached again and again a file each (the library adds .1 to .9 to a name taken
+ * within the same second). */
 static int put_trace_file(struct settings *s, const struct options *o, int same_ns)
 {
     const char *out = o->out ? o->out : setting(s, "TLSMETER_OUT");
@@ -188,7 +190,7 @@ static int put_trace_file(struct settings *s, const struct options *o, int same_
     int rc;
 
     if (!out)
-        out = same_ns ? "tlsmeter.%p.trace" : "/tmp/tlsmeter.%p.trace";
+        out = same_ns ? "tlsmeter.%p.%t.trace" : "/tmp/tlsmeter.%p.%t.trace";
     if (out[0] != '/' && same_ns && getcwd(cwd, sizeof(cwd)) &&
         asprintf(&abs, "%s/%s", cwd, out) < 0)
         return -1;
@@ -353,6 +355,11 @@ static int do_attach(const struct options *o, const char *comm, const sigset_t *
     }
     rc = inject_attach(o->pid, target_lib, lib, settings, &rep);
     trace_name(settings, o->pid, same_ns, trace, sizeof(trace));
+    /* The library answers with the file it opened (%t and a .N suffix are its to choose). */
+    if (rc == INJECT_OK && rep.msg[0] == '/' && !same_ns)
+        snprintf(trace, sizeof(trace), "/proc/%d/root%s", (int)o->pid, rep.msg);
+    else if (rc == INJECT_OK && rep.msg[0] == '/')
+        snprintf(trace, sizeof(trace), "%s", rep.msg);
     free(settings);
     if (rc != INJECT_OK) {
         fprintf(stderr, "tlsmeter: cannot attach to %d: %s\n", (int)o->pid, rep.msg);

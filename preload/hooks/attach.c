@@ -90,7 +90,7 @@ TLSM_EXPORT int tlsmeter_attach(const char *settings, char *msg, size_t cap)
         return say(msg, cap, 1, "the loaded objects could not be listed");
     }
     attached = true;
-    return say(msg, cap, 0, "%d object(s) call OpenSSL through rewritten GOT slots", slots_objects);
+    return say(msg, cap, 0, "%s", tlsm_trace_file()); /* the tool names the file from it */
 }
 
 TLSM_EXPORT int tlsmeter_detach(char *msg, size_t cap)

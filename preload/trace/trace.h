@@ -46,6 +46,8 @@ void tlsm_trace_detach(void);
  * any more (a detach: a thread that was inside a hook must not start a new one). */
 extern bool tlsm_trace_attached;
 void tlsm_trace_disallow(void);
+/* The path of the file open now (tlsm_trace_ready made it), "" before. */
+const char *tlsm_trace_file(void);
 /* In a child forked while attached: the parent's file let go, nothing written. */
 void tlsm_trace_child_detach(void);
 /* Go quiet after an internal failure: one warning, pass-through from now on. */

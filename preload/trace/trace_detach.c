@@ -13,6 +13,11 @@
 
 bool tlsm_trace_attached;
 
+const char *tlsm_trace_file(void)
+{
+    return tlsm_tr_path;
+}
+
 void tlsm_trace_disallow(void)
 {
     atomic_store(&tlsm_tr_allowed, false);
