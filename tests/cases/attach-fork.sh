@@ -108,4 +108,4 @@ check "attach-fork: one trace, the parent's ($(ls "$d/tr" | tr '\n' ' '))" \
 T=$d/tr/p.$pid.trace
 tlsm_jsonl "$T"
 check "attach-fork: the parent's trace holds its reads and no other process's" \
-    sh -c "grep -q '\"ev\":\"read\"' '$T' && ! grep -q '\"tid\":$cpid[,}]' '$T'"
+    sh -c "grep -q '\"ev\":\"read\"' '$T' && ! grep -q '\"tid\":${cpid}[,}]' '$T'"
