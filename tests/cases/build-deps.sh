@@ -58,12 +58,17 @@ def sources(folder, recurse=True):
             break
     # preload/arch/: only the build's architecture is compiled
     arch = os.uname().machine
-    return sorted(c for c in out if not c.startswith('preload/arch/') or
-                  c.startswith('preload/arch/' + arch + '/'))
+    return sorted(c for c in out if not c.startswith(('preload/arch/', 'attach/arch/')) or
+                  c.startswith(('preload/arch/' + arch + '/', 'attach/arch/' + arch + '.c')))
 out = set()
 for c in sources('preload'):
     if touched in reads(c, set()):
-        out |= {'b/' + c[:-2] + '.o', 'b/libtlsmeter.so'}
+        # both builds of the preload: libtlsmeter.so and the attach build (mk/attachlib.mk)
+        out |= {'b/' + c[:-2] + '.o', 'b/libtlsmeter.so', 'b/attach-lib/' + c[:-2] + '.o',
+                'b/libtlsmeter-attach.so'}
+for c in sources('attach'):
+    if touched in reads(c, set()):
+        out |= {'b/' + c[:-2] + '.o', 'b/tlsmeter-attach'}
 for c in sources('analyzer'):
     if touched in reads(c, set()):
         out |= {'b/' + c[:-2] + '.o', 'b/tlsmeter-analyze'}
