@@ -191,7 +191,10 @@ struct tlsm_rec_state *tlsm_rec_adopt(EVP_CIPHER_CTX *ctx, const void *caller,
                                       struct tlsm_obj *target)
 {
     const struct tlsm_abi *a = target ? &target->abi : NULL;
-    if (!a || !tlsm_abi_traced(a) || !a->ctx_cipher || !a->ctx_encrypting)
+    struct tlsm_obj *co = tlsm_obj_of(caller); /* libssl's calls only: asked before the copy */
+    if (co)
+        tlsm_obj_describe(co);
+    if (!co || !co->has_ssl || !a || !tlsm_abi_traced(a) || !a->ctx_cipher || !a->ctx_encrypting)
         return NULL;
     tlsm_th.guard++;
     const EVP_CIPHER *c = (const EVP_CIPHER *)a->ctx_cipher(ctx);
