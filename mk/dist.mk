@@ -2,8 +2,9 @@
 # x86_64 and aarch64), and the analyzer for this host. Included by the top Makefile.
 #
 #   make dist           $(O)/dist/x86_64/libtlsmeter.so, $(O)/dist/aarch64/libtlsmeter.so,
-#                       $(O)/dist/tlsmeter-analyze (the host's analyzer: traces are analyzed
-#                       where they are read, not on the board)
+#                       beside each libtlsmeter-attach.so and tlsmeter-attach (tlsmeter
+#                       attach on the board), $(O)/dist/tlsmeter-analyze (the host's analyzer:
+#                       traces are analyzed where they are read, not on the board)
 #   make dist-x86_64    one of them (dist-aarch64 likewise)
 #
 # Each library is compiled against Debian 11's glibc 2.31 (scripts/bullseye-root, cached
@@ -24,7 +25,7 @@ DIST_CROSS := aarch64-linux-gnu-
 
 dist: dist-x86_64 dist-aarch64 $(ANALYZER)
 	$(Q)mkdir -p $(DIST_O) && cp $(ANALYZER) $(DIST_O)/tlsmeter-analyze
-	$(Q)echo "dist: $(DIST_O)/x86_64/libtlsmeter.so $(DIST_O)/aarch64/libtlsmeter.so $(DIST_O)/tlsmeter-analyze"
+	$(Q)echo "dist: $(DIST_O)/ARCH/{libtlsmeter.so,libtlsmeter-attach.so,tlsmeter-attach} (ARCH x86_64, aarch64), $(DIST_O)/tlsmeter-analyze"
 
 # $(1): our arch name, $(2): Debian's, $(3): triplet, $(4): CROSS_COMPILE
 define dist_lib
@@ -34,8 +35,9 @@ dist-$(1):
 	$(MAKE) --no-print-directory O=$(DIST_O)/$(1) CROSS_COMPILE=$(4) SYSROOT=$$$$root \
 		TRIPLET=$(3) SAN= DEBUG= OPENSSL_CFLAGS= \
 		SYSROOT_FIRST_CFLAGS="-I$$$$root/openssl3/include -I$$$$root/openssl3/include/$(3)" \
-		$(DIST_O)/$(1)/libtlsmeter.so
-	$(Q)scripts/check-glibc-symbols --objdump $(4)objdump $(DIST_GLIBC_MAX) $(DIST_O)/$(1)/libtlsmeter.so
+		$(DIST_O)/$(1)/libtlsmeter.so $(DIST_O)/$(1)/libtlsmeter-attach.so $(DIST_O)/$(1)/tlsmeter-attach
+	$(Q)for f in libtlsmeter.so libtlsmeter-attach.so tlsmeter-attach; do \
+		scripts/check-glibc-symbols --objdump $(4)objdump $(DIST_GLIBC_MAX) $(DIST_O)/$(1)/$$$$f || exit 1; done
 endef
 $(eval $(call dist_lib,x86_64,amd64,x86_64-linux-gnu,))
 $(eval $(call dist_lib,aarch64,arm64,aarch64-linux-gnu,$(DIST_CROSS)))
