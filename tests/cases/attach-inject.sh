@@ -310,7 +310,7 @@ if unshare -m --propagation private true 2>/dev/null; then
     pid=${TPID[ns]}
     out=$("$A" --lib "$d/nslib/libtlsmeter-attach.so" --for 0.05 "$pid" 2>&1)
     rc=$?
-    rec=/proc/$pid/root/tmp/tlsmeter.$pid.trace
+    rec=/proc/$pid/root/tmp/tlsmeter.$pid.%t.trace # the stand-in expands %p only
     mode=$(stat -c %a "/proc/$pid/root/tmp/tlsmeter-0/libtlsmeter-attach.so" 2>/dev/null)
     if [ "$rc" = 0 ] && [[ $out == *"trace $rec;"* ]] && [ "$(cat "$rec" 2>/dev/null)" = "attach $pid
 detach $pid" ] && [ "$mode" = 644 ] && grep -q ' /tmp/tlsmeter-0/libtlsmeter-attach.so$' "/proc/$pid/maps"; then
