@@ -42,16 +42,19 @@ static volatile sig_atomic_t stop_signal;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tlsmeter-attach [--lib PATH] [-o FILE] [--for SECONDS] "
-               "[--set NAME=VALUE]... PID\n"
-               "       tlsmeter-attach --detach [--lib PATH] PID\n"
-               "       tlsmeter-attach --check PID\n"
-               "Loads libtlsmeter.so into the running process PID (ptrace) and traces its "
-               "OpenSSL use until\n--for SECONDS pass, SIGINT/SIGTERM/SIGHUP, or the process "
-               "exits; then stops tracing.\nTLSMETER_* variables of this environment are "
-               "passed on. --check: only say whether PID can\nbe attached. Exit: 0 done, 1 the "
-               "process or the library refused or failed, 2 usage or refused\nbefore touching "
-               "the process.\n");
+    fprintf(f,
+            "usage: tlsmeter-attach [--lib PATH] [-o FILE] [--for SECONDS] "
+            "[--set NAME=VALUE]... PID\n"
+            "       tlsmeter-attach --detach [--lib PATH] PID\n"
+            "       tlsmeter-attach --check PID\n"
+            "Loads libtlsmeter-attach.so (libtlsmeter.so built for a dlopen after start) into\n"
+            "the running process PID with ptrace and traces its OpenSSL use until --for\n"
+            "SECONDS pass, SIGINT/SIGTERM/SIGHUP, or the process exits; then puts back what it\n"
+            "changed. -o FILE: the trace (default tlsmeter.%p.%t.trace here; %p pid, %t the\n"
+            "attach's start time). TLSMETER_* variables of this environment and --set are the\n"
+            "settings. --lib: the library (default: beside this program, or ../lib). --check:\n"
+            "only say whether PID can be attached. Exit: 0 done, 1 the process or the library\n"
+            "refused or failed, 2 usage or refused before touching the process. docs/attach.md\n");
 }
 
 static int bad_usage(const char *what)
