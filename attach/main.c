@@ -50,7 +50,7 @@ static void usage(FILE *f)
             "Loads libtlsmeter-attach.so (libtlsmeter.so built for a dlopen after start) into\n"
             "the running process PID with ptrace and traces its OpenSSL use until --for\n"
             "SECONDS pass, SIGINT/SIGTERM/SIGHUP, or the process exits; then puts back what it\n"
-            "changed. -o FILE: the trace (default tlsmeter.%p.%t.trace here; %p pid, %t the\n"
+            "changed. -o FILE: the trace (default tlsmeter.%%p.%%t.trace here; %%p pid, %%t the\n"
             "attach's start time). TLSMETER_* variables of this environment and --set are the\n"
             "settings. --lib: the library (default: beside this program, or ../lib). --check:\n"
             "only say whether PID can be attached. Exit: 0 done, 1 the process or the library\n"
