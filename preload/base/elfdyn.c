@@ -300,6 +300,14 @@ static bool find_symbols(const struct dyninfo *d, const char *const names[], int
     uint32_t nbuckets = g[0], symoffset = g[1], bloom_size = g[2];
     const ElfW(Addr) *bloom = (const void *)(g + 4);
     const uint32_t *buckets = (const void *)(bloom + bloom_size), *chain = buckets + nbuckets;
+    /* Nothing hashed (an executable that exports no symbol: aarch64 PIEs): symoffset then
+     * bounds nothing (ld writes 1) and the imports lie past it; the relocations are read by
+     * their symbols' names instead. */
+    bool hashed = false;
+    for (uint32_t b = 0; b < nbuckets && !hashed; b++)
+        hashed = buckets[b] != 0;
+    if (!hashed)
+        return false;
     m->n = 0;
     memset(m->bits, 0, sizeof(m->bits));
     for (size_t i = 1; i < symoffset; i++) {

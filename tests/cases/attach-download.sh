@@ -194,7 +194,8 @@ fi
 # bracket what the trace may hold (its file lags the reads by curl's buffer, <= 100 KiB).
 name=curl
 if tls_curl_ok; then
-    target_cmd curl -sk --limit-rate 12M -o "$d/$name.body" "https://127.0.0.1:$TLS_PORT/big.bin"
+    # A window a second: the arm64 VM's curl must not finish before it is attached.
+    target_cmd curl -sk --limit-rate "$((W / 1024))K" -o "$d/$name.body" "https://127.0.0.1:$TLS_PORT/big.bin"
     "${TARGET_CMD[@]}" \
         >"$d/$name.out" 2>"$d/$name.err" &
     pid=$!
