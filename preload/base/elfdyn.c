@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 #include <string.h>
 
-/* Packed relative relocations (-z pack-relative-relocs): the tags, for headers that predate
- * them (glibc 2.36 added them; the loader of an older glibc refuses such objects anyway). */
+/* The tags of packed relative relocations (-z pack-relative-relocs), for headers before glibc
+ * 2.36 (whose loader refuses such objects anyway). */
 #ifndef DT_RELR
 #define DT_RELRSZ 35
 #define DT_RELR   36
@@ -30,16 +30,15 @@ struct dyninfo {
     const uint32_t *gnu_hash, *sysv_hash; /* DT_GNU_HASH, DT_HASH */
     const void *rel[2];
     size_t relsz[2];
-    size_t relative; /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
-    int rela[2];     /* 1: ElfW(Rela), 0: ElfW(Rel) */
-    /* DT_RELR, DT_RELRSZ: the packed relative relocations (-z pack-relative-relocs) */
-    const ElfW(Addr) * relr;
+    size_t relative;         /* DT_RELACOUNT/DT_RELCOUNT: leading R_*_RELATIVE entries of rel[1] */
+    int rela[2];             /* 1: ElfW(Rela), 0: ElfW(Rel) */
+    const ElfW(Addr) * relr; /* DT_RELR, DT_RELRSZ: packed relative relocations */
     size_t relrsz;
     struct tlsm_elf_flags flags;
 };
 
-/* glibc relocates d_ptr entries in place on x86_64/aarch64 but not everywhere (and not
- * in the vDSO): an address below the load bias is still an offset. */
+/* glibc relocates d_ptr entries in place on x86_64/aarch64, not everywhere (nor in the vDSO):
+ * an address below the load bias is still an offset. */
 static const void *dptr(const struct link_map *lm, ElfW(Addr) p)
 {
     return (const void *)(p < lm->l_addr ? lm->l_addr + p : p);
@@ -177,9 +176,8 @@ struct name_filter {
     uint32_t ghash[NAME_TAB_MAX]; /* their GNU hashes (tabbed only) */
 };
 
-/* The name's first eight bytes as a number, zeros from its NUL on: one load when eight
- * bytes from s are known to be readable (avail: the string table's rest), else byte by byte
- * up to the NUL. */
+/* The name's first eight bytes as a number, zeros from its NUL on: one load when eight bytes
+ * are readable (avail: the string table's rest), else byte by byte up to the NUL. */
 static inline __attribute__((always_inline)) uint64_t name_word(const char *s, size_t avail)
 {
     uint64_t w = 0;
@@ -290,23 +288,21 @@ static bool add_match(struct matches *m, size_t sym, int name)
 
 /* With DT_GNU_HASH: the symbols before its first hashed one (the undefined, the imports) by
  * the name filter, each wanted name's hash chain for the rest (every version of a name is in
- * its chain). false when the object has no GNU hash table or too many matches. */
+ * its chain). false when the object has no GNU hash table, hashes nothing (an executable that
+ * exports no symbol, as aarch64 PIEs: ld writes symoffset 1 and the imports lie past it) or
+ * has too many matches; the relocations are then read by their symbols' names. */
 static bool find_symbols(const struct dyninfo *d, const char *const names[], int n,
                          const struct name_filter *f, struct matches *m)
 {
     const uint32_t *g = d->gnu_hash;
     if (!g || !g[0])
         return false;
-    uint32_t nbuckets = g[0], symoffset = g[1], bloom_size = g[2];
+    uint32_t nbuckets = g[0], symoffset = g[1], bloom_size = g[2], b = 0;
     const ElfW(Addr) *bloom = (const void *)(g + 4);
     const uint32_t *buckets = (const void *)(bloom + bloom_size), *chain = buckets + nbuckets;
-    /* Nothing hashed (an executable that exports no symbol: aarch64 PIEs): symoffset then
-     * bounds nothing (ld writes 1) and the imports lie past it; the relocations are read by
-     * their symbols' names instead. */
-    bool hashed = false;
-    for (uint32_t b = 0; b < nbuckets && !hashed; b++)
-        hashed = buckets[b] != 0;
-    if (!hashed)
+    while (b < nbuckets && !buckets[b])
+        b++;
+    if (b == nbuckets)
         return false;
     m->n = 0;
     memset(m->bits, 0, sizeof(m->bits));
