@@ -62,6 +62,10 @@ void arch_syscall_at_stop(const struct arch_regs *r, const struct proc_syscall *
 /* Makes an ARCH_SYS_EINTR thread run its system call again on resume, after checking that the
  * instruction before the pc is the system call instruction. 0 when rewound. */
 int arch_rewind_syscall(pid_t tid, struct arch_regs *r, const struct proc_syscall *before);
+/* A stop right after a system call returned -EINTR that /proc had not shown before the
+ * interrupt (the thread entered it in between): its number, else -1. Only aarch64 needs it;
+ * x86_64 always knows the call (orig_rax) and answers -1. */
+long arch_eintr_unseen(pid_t tid, const struct arch_regs *r);
 
 /* Sets up a call of fn(args[0..nargs-1]) (at most 6 integer arguments) on the stack at sp,
  * 16-byte aligned, whose 16 bytes below hold zeros: the call returns to address 0, where it

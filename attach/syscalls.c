@@ -12,9 +12,13 @@
  * full value, as the kernel's own restart does for these calls. */
 #include "syscalls.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <sys/syscall.h>
 
 static const long safe_calls[] = {
@@ -71,21 +75,70 @@ static int signal_will_act(pid_t pid, const struct thread *t)
     return (pending & ~ignored) != 0;
 }
 
+/* The process's one epoll descriptor, else -1 (none, several, or /proc unreadable). */
+static long only_epoll_fd(pid_t pid)
+{
+    char dir[64], path[64 + 256], target[64];
+    long fd = -1;
+    int n = 0;
+    DIR *d;
+    struct dirent *e;
+
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+    if (!(d = opendir(dir)))
+        return -1;
+    while ((e = readdir(d)) && n < 2) {
+        ssize_t len;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0 && (target[len] = '\0', !strcmp(target, "anon_inode:[eventpoll]")))
+            n++, fd = strtol(e->d_name, NULL, 10);
+    }
+    closedir(d);
+    return n == 1 ? fd : -1;
+}
+
+/* aarch64: a thread that entered epoll_pwait between the /proc read and the interrupt returned
+ * -EINTR with its first argument overwritten. Only the epoll descriptor can be recovered, and
+ * only when the process has just one; then `args` is what /proc would have said. */
+static int unseen_epoll(pid_t pid, const struct thread *t, struct proc_syscall *args)
+{
+    long nr = arch_eintr_unseen(t->tid, &t->regs), fd;
+
+    if (nr != SYS_epoll_pwait
+#ifdef SYS_epoll_pwait2
+        && nr != SYS_epoll_pwait2
+#endif
+    )
+        return 0;
+    if ((fd = only_epoll_fd(pid)) < 0)
+        return 0;
+    memset(args, 0, sizeof(*args));
+    args->state = PROC_SC_IN;
+    args->nr = nr;
+    args->args[0] = (uint64_t)fd;
+    return 1;
+}
+
 void syscalls_rewind_eintr(struct threads *ts)
 {
     for (size_t i = 0; i < ts->n; i++) {
         struct thread *t = &ts->t[i];
         struct arch_sys_stop s;
+        struct proc_syscall guess;
+        const struct proc_syscall *args = &t->before;
 
         /* A group stop is the program's own: its EINTR is one it sees without us too. */
         if (!t->stopped || t->gone || t->group_stop || !t->regs_valid)
             continue;
         arch_syscall_at_stop(&t->regs, &t->before, &s);
+        if (s.state != ARCH_SYS_EINTR && unseen_epoll(ts->pid, t, &guess))
+            s.state = ARCH_SYS_EINTR, s.nr = guess.nr, args = &guess;
         if (s.state != ARCH_SYS_EINTR ||
             !listed(eintr_calls, sizeof(eintr_calls) / sizeof(eintr_calls[0]), s.nr) ||
             signal_will_act(ts->pid, t))
             continue;
-        if (arch_rewind_syscall(t->tid, &t->regs, &t->before) == 0)
+        if (arch_rewind_syscall(t->tid, &t->regs, args) == 0)
             t->regs_dirty = 1;
     }
 }

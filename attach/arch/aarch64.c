@@ -98,6 +98,16 @@ int arch_rewind_syscall(pid_t tid, struct arch_regs *r, const struct proc_syscal
     return 0;
 }
 
+long arch_eintr_unseen(pid_t tid, const struct arch_regs *r)
+{
+    uint32_t insn;
+
+    if ((long)r->r.regs[0] != -EINTR || proc_mem_read(tid, r->r.pc - 4, &insn, 4) != 0 ||
+        insn != INSN_SVC0)
+        return -1;
+    return (long)r->r.regs[8];
+}
+
 void arch_setup_call(struct arch_regs *r, uint64_t fn, uint64_t sp, const uint64_t *args, int nargs)
 {
     for (int i = 0; i < nargs && i < 8; i++)

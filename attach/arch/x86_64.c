@@ -93,6 +93,12 @@ int arch_rewind_syscall(pid_t tid, struct arch_regs *r, const struct proc_syscal
     return 0;
 }
 
+long arch_eintr_unseen(pid_t tid, const struct arch_regs *r)
+{
+    (void)tid, (void)r;
+    return -1;
+}
+
 void arch_setup_call(struct arch_regs *r, uint64_t fn, uint64_t sp, const uint64_t *args, int nargs)
 {
     unsigned long long *argregs[6] = {&r->r.rdi, &r->r.rsi, &r->r.rdx,
