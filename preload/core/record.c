@@ -182,7 +182,6 @@ void tlsm_rec_track_as(const void *ctx, const char *name, enum tlsm_dir dir,
 }
 
 _Atomic bool tlsm_rec_adopting;
-static _Atomic uint64_t adopted;
 
 /* An attach: libssl keyed this context before tlsmeter came, so no Init told what it is. The
  * copy's own API does: its cipher and direction. Measured only (native_only): its key was never
@@ -205,21 +204,12 @@ struct tlsm_rec_state *tlsm_rec_adopt(EVP_CIPHER_CTX *ctx, const void *caller,
     if (!name)
         return NULL;
     tlsm_rec_track_as(ctx, name, dir_of(enc), target, NULL, NULL, false, true);
-    struct tlsm_rec_state *st = tlsm_rec_lookup(ctx);
-    if (st)
-        atomic_fetch_add(&adopted, 1);
-    return st;
-}
-
-uint64_t tlsm_rec_adopted(void)
-{
-    return atomic_load(&adopted);
+    return tlsm_rec_lookup(ctx);
 }
 
 void tlsm_rec_forget_all(void)
 {
     tlsm_table_clear(&ctxs);
-    atomic_store(&adopted, 0);
 }
 
 bool tlsm_rec_impl_cached(const struct tlsm_rec_state *st)

@@ -114,11 +114,10 @@ static inline struct tlsm_rec_state *tlsm_rec_lookup(const void *ctx)
 }
 /* Attached to a running program (preload/hooks/attach.c): a record call of libssl (caller) on a
  * context no Init was seen for adopts it, from the copy's own answers (cipher, direction),
- * measured only. tlsm_rec_adopted: contexts adopted so far; tlsm_rec_forget_all: a detach. */
+ * measured only. tlsm_rec_forget_all: a detach. */
 extern _Atomic bool tlsm_rec_adopting;
 struct tlsm_rec_state *tlsm_rec_adopt(EVP_CIPHER_CTX *ctx, const void *caller,
                                       struct tlsm_obj *target);
-uint64_t tlsm_rec_adopted(void);
 void tlsm_rec_forget_all(void);
 
 /* Any *Init* call: (re)key, change of mode, or a TLS 1.3 per-record nonce. Inline (the two
