@@ -1,5 +1,6 @@
 /* main.c: tlsmeter-analyze: options, reading every trace once, and the chosen output. */
 #include "input/reader.h"
+#include "output/openmetrics.h"
 #include "output/report.h"
 
 #include <errno.h>
@@ -18,7 +19,7 @@ enum exit_code {
     EXIT_GATE = 5, /* --require-hw rejected the input */
 };
 
-enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME, OUT_JSONL };
+enum output { OUT_TEXT, OUT_JSON, OUT_FOLDED, OUT_CHROME, OUT_JSONL, OUT_METRICS };
 
 struct env {
     enum output output;
@@ -26,7 +27,8 @@ struct env {
     bool verbose; /* the text report's every section, histogram and table */
     bool out; /* --direction out: --folded, --flamegraph and --chrome show the encrypting side */
     const char *outfile, *flamegraph, *sysroot, *perfetto;
-    struct gate gate; /* --require-hw[=PCT], --allow-unknown, --allow-blind */
+    struct gate gate;        /* --require-hw[=PCT], --allow-unknown, --allow-blind */
+    struct fleet_opts fleet; /* --openmetrics */
     char **files_a, **files_b;
     int na, nb;
 };
@@ -50,6 +52,13 @@ static const char usage_text[] =
     "  -c, --chrome       Chrome Trace Event JSON (Perfetto, chrome://tracing)\n"
     "      --jsonl        the trace as format-1 JSON Lines (one object per event; reads\n"
     "                     formats 1 and 2): for jq, DuckDB read_json, ClickHouse JSONEachRow\n"
+    "      --openmetrics  Prometheus counters (text exposition) of the traces; TRACE may be\n"
+    "                     a directory of traces (docs/fleet.md)\n"
+    "      --textfile DIR with --openmetrics: write DIR/tlsmeter.prom atomically for\n"
+    "                     node_exporter, counters kept monotonic across processes in a\n"
+    "                     state file (--state FILE, default DIR/.tlsmeter-metrics.state)\n"
+    "      --every SECONDS  with --textfile: update every SECONDS until stopped\n"
+    "      --max-programs N, --max-copies N  label values kept (64, 32); more: \"(other)\"\n"
     "  -P, --perfetto FILE  also write the timeline as a Perfetto protobuf trace\n"
     "                     (ui.perfetto.dev; streams, for traces too large for --chrome)\n"
     "  -C, --compare      two traces or groups side by side (text, or JSON with --json)\n"
@@ -95,14 +104,21 @@ static const struct option long_opts[] = {
     {"require-hw", optional_argument, NULL, 'R'},
     {"allow-unknown", no_argument, NULL, 'U'},
     {"allow-blind", no_argument, NULL, 'B'},
+    {"openmetrics", no_argument, NULL, 'O'},
+    {"textfile", required_argument, NULL, 'T'},
+    {"state", required_argument, NULL, 'S'},
+    {"every", required_argument, NULL, 'E'},
+    {"max-programs", required_argument, NULL, 'M'},
+    {"max-copies", required_argument, NULL, 'N'},
     {NULL, 0, NULL, 0},
 };
 
 static bool takes_value(const char *a)
 {
-    static const char *const with_value[] = {"-o", "--output",   "-F", "--flamegraph",
-                                             "-w", "--weight",   "-s", "--sysroot",
-                                             "-P", "--perfetto", "-d", "--direction"};
+    static const char *const with_value[] = {
+        "-o",         "--output",  "-F",      "--flamegraph",   "-w",          "--weight",
+        "-s",         "--sysroot", "-P",      "--perfetto",     "-d",          "--direction",
+        "--textfile", "--state",   "--every", "--max-programs", "--max-copies"};
     size_t i;
 
     for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
@@ -185,6 +201,15 @@ static int parse_opt(struct env *env, int c)
     case 'J':
         env->output = OUT_JSONL;
         return 0;
+    case 'O':
+        env->output = OUT_METRICS;
+        return 0;
+    case 'T':
+    case 'S':
+    case 'E':
+    case 'M':
+    case 'N':
+        return fleet__opt(&env->fleet, c, optarg);
     case 'C':
         env->compare = true;
         return 0;
@@ -279,7 +304,9 @@ static int parse_args(struct env *env, int argc, char **argv)
     while ((c = getopt_long(argc, argv, "jfcCo:qvVhF:w:s:P:d:", long_opts, NULL)) != -1)
         if ((rc = parse_opt(env, c)))
             return rc;
-    if (gate_usage(env))
+    if (gate_usage(env) ||
+        fleet__usage(&env->fleet, env->output == OUT_METRICS,
+                     env->compare || env->flamegraph || env->perfetto || env->gate.on))
         return -2;
     if (optind >= argc)
         return usage_error("no trace given (a file, or '-' for stdin)");
@@ -555,7 +582,10 @@ int main(int argc, char **argv)
         return EXIT_IO;
     }
     warn = env.quiet ? NULL : stderr;
-    rc = env.compare ? run_compare(&env, out, warn) : run_single(&env, out, warn);
+    if (env.output == OUT_METRICS)
+        rc = fleet__run(&env.fleet, env.files_a, env.na, out, warn);
+    else
+        rc = env.compare ? run_compare(&env, out, warn) : run_single(&env, out, warn);
     if (fflush(out) || ferror(out) || (out != stdout && fclose(out))) {
         fprintf(stderr, "tlsmeter-analyze: cannot write the output\n");
         return EXIT_IO;
