@@ -4,6 +4,7 @@
  * format-1 JSON text). Bad bytes never crash or stall it: every length is checked against
  * what is there, a damaged chunk is skipped with a warning naming its offset. */
 #include "input/read2.h"
+#include "input/read2_in.h"
 
 #include "input/reader_int.h"
 #include "input/scan.h"
@@ -395,8 +396,31 @@ static size_t fixed(struct cdec *c, const unsigned char *p, const unsigned char 
     return n + (tn ? 2 + tn : 0);
 }
 
-/* The entries of one chunk: p[0..n). */
-static void entries(struct cdec *c, const unsigned char *p, size_t n)
+/* Passes over the entry at p, fed before (reader__resume): its length, 0 when it does not
+ * fit before end. A fixed record's time still moves the chunk's time base. */
+static size_t skip_entry(struct cdec *c, const unsigned char *p, const unsigned char *end)
+{
+    if (p[0] == TLSM_B2_E_JSON)
+        return end - p >= 5 && (uint64_t)(end - p) - 5 >= le(p + 1, 4) ? 5 + (size_t)le(p + 1, 4)
+                                                                       : 0;
+    if (p[0] < 1 || p[0] > 3)
+        return 0;
+    const struct kind *k = &kinds[p[0]];
+    size_t n = 1 + k->flagw + 4 + k->body;
+    if ((size_t)(end - p) < n)
+        return 0;
+    if (le(p + 1, k->flagw) >> k->n & 1) {
+        if ((size_t)(end - p) < n + 2 || (size_t)(end - p) < n + 2 + le(p + n, 2))
+            return 0;
+        n += 2 + (size_t)le(p + n, 2);
+    }
+    c->base += sle(p + 1 + k->flagw, 4);
+    return n;
+}
+
+/* The entries of one chunk: p[0..n); those before `done` were fed before (reader__resume):
+ * only their strings and time base are taken again, for the entries after them. */
+static void entries(struct cdec *c, const unsigned char *p, size_t n, size_t done)
 {
     if (!n)
         return; /* an empty chunk (p may be NULL: nothing allocated yet) */
@@ -405,6 +429,12 @@ static void entries(struct cdec *c, const unsigned char *p, size_t n)
     c->base = 0;
     while (p < end && !rd_fatal(c->r)) {
         size_t len;
+        if (p < base + done && p[0] != TLSM_B2_E_STR && p[0] != TLSM_B2_E_TIME) {
+            if (!(len = skip_entry(c, p, end)))
+                return bad(c, p, base, "entry cut short");
+            p += len;
+            continue;
+        }
         switch (p[0]) {
         case TLSM_B2_E_STR:
             if (end - p < 3 || (size_t)(end - p) < 3u + p[2] || !p[1])
@@ -435,41 +465,6 @@ static void entries(struct cdec *c, const unsigned char *p, size_t n)
         }
         p += len;
     }
-}
-
-struct in2 {
-    FILE *f;
-    const unsigned char *mem;
-    size_t memlen, pos;
-    uint64_t off; /* bytes consumed */
-};
-
-static size_t in_read(struct in2 *in, void *dst, size_t n)
-{
-    size_t k;
-    if (!n)
-        return 0; /* an empty chunk: dst may be NULL (nothing allocated yet) */
-    if (in->f) {
-        k = fread(dst, 1, n, in->f);
-    } else {
-        k = in->memlen - in->pos < n ? in->memlen - in->pos : n;
-        memcpy(dst, in->mem + in->pos, k);
-        in->pos += k;
-    }
-    in->off += k;
-    return k;
-}
-
-static bool in_skip(struct in2 *in, uint64_t n)
-{
-    char sink[65536];
-    while (n) {
-        size_t want = n < sizeof(sink) ? (size_t)n : sizeof(sink), k = in_read(in, sink, want);
-        if (!k)
-            return false;
-        n -= k;
-    }
-    return true;
 }
 
 /* The next chunk header: past zero space between chunks (alignment, space a writer gave
@@ -516,8 +511,20 @@ static void chunks(struct rd *r, struct in2 *in)
             buf = xrealloc(buf, cap = used);
         c.off = in->off - 16;
         c.tid = (uint32_t)le(h + 12, 4);
+        uint32_t done = r->rs ? reader_resume__done(r->rs, c.off) : 0;
+        if (done > used) { /* chunks only grow: this is another file now */
+            r->rs->restart = true;
+            break;
+        }
+        if (done == used && done) { /* nothing new in it */
+            if (!in_skip(in, size - 16))
+                break;
+            continue;
+        }
         size_t got = in_read(in, buf, used);
-        entries(&c, buf, got);
+        entries(&c, buf, got, done);
+        if (r->rs)
+            reader_resume__set(r->rs, c.off, (uint32_t)got);
         if (got < used) {
             r->t->partial_last = true; /* the file ends inside the chunk's entries */
             break;

@@ -518,10 +518,11 @@ static bool is_directory(FILE *f)
     return !fstat(fileno(f), &st) && S_ISDIR(st.st_mode);
 }
 
-enum read_status reader__file(struct model *m, const char *path, FILE *warn)
+static enum read_status read_file(struct model *m, const char *path, FILE *warn,
+                                  struct reader_resume *rs)
 {
     FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-    struct rd r = {.m = m, .warn = warn, .status = RD_OK};
+    struct rd r = {.m = m, .warn = warn, .status = RD_OK, .rs = rs};
     char *buf;
 
     if (!f) {
@@ -534,7 +535,13 @@ enum read_status reader__file(struct model *m, const char *path, FILE *warn)
         fclose(f);
         return RD_IO;
     }
-    r.t = model__new_trace(m, path);
+    if (rs && rs->started && m->ntraces == 1) { /* going on: the trace is there already */
+        r.t = &m->traces[0];
+        r.header_seen = true;
+        r.lineno = rs->lineno, r.warned = rs->warned;
+    } else {
+        r.t = model__new_trace(m, path);
+    }
     grow_pipe(f);
     buf = xmalloc(READER_MAX_LINE);
     /* The first bytes say the format: format 2's magic, or JSON text. */
@@ -543,6 +550,8 @@ enum read_status reader__file(struct model *m, const char *path, FILE *warn)
     memcpy(r.head, buf, head);
     if (read2__magic((unsigned char *)buf, head))
         r.status = read2__run(&r, f, NULL, 0, (unsigned char *)buf, head);
+    else if (rs && rs->started) /* format 1 is read whole each time */
+        rs->restart = true;
     else
         rd_stream(&r, f, buf, READER_MAX_LINE, head);
     if (ferror(f)) {
@@ -553,5 +562,21 @@ enum read_status reader__file(struct model *m, const char *path, FILE *warn)
     if (f != stdin)
         fclose(f);
     rd_finish(&r);
+    if (rs) {
+        rs->started = !rs->restart && r.status == RD_OK && read2__magic(r.head, r.nhead);
+        rs->lineno = r.lineno, rs->warned = r.warned;
+    }
     return r.status;
+}
+
+enum read_status reader__file(struct model *m, const char *path, FILE *warn)
+{
+    return read_file(m, path, warn, NULL);
+}
+
+enum read_status reader__resume(struct model *m, const char *path, struct reader_resume *rs,
+                                FILE *warn)
+{
+    rs->restart = false;
+    return read_file(m, path, warn, rs);
 }

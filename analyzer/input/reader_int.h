@@ -20,6 +20,7 @@ struct rd {
     struct event ev;
     unsigned char head[8]; /* the file's first bytes, named when it is no trace at all */
     size_t nhead;
+    struct reader_resume *rs; /* reader__resume: what was fed before, NULL otherwise */
 };
 
 /* One line (no '\n'; complete false for a cut last line): the header first, then events. */

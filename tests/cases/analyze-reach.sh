@@ -175,6 +175,19 @@ assert v, [x["id"] for x in rep["verdicts"]]
 assert abs(v[0]["evidence"]["unseen_bytes"] - gone - clear) <= (gone + clear) * 1e-5, v[0]["evidence"]
 print("ok unseen %d = %d removed + %d clear" % (c["unseen_bytes"], gone, clear))
 PY
+            "$A" --openmetrics "$d/cut.jsonl" >"$d/cut.prom" 2>/dev/null
+            tls_check "analyze-reach: records removed from the trace: --openmetrics's unmeasured bytes of the copy = --json's (> 0)" \
+                "$TLSM_PY" - "$d/cut.prom" "$d/cut.json" <<'PY'
+import json, re, sys
+prom = open(sys.argv[1]).read()
+rep = json.load(open(sys.argv[2]))
+want = rep["impl_split"]["unmeasured"]["bytes"]
+got = [(m.group(1), int(m.group(2))) for m in re.finditer(
+    r'^tlsmeter_unmeasured_bytes_total\{program="[^"]*",copy="([^"]*)"\} (\d+)$', prom, re.M)]
+assert want > 0 and len(got) == 1 and got[0][1] == want, (got, want)
+assert got[0][0].endswith("stripall/libvendor.so"), got
+print("ok %d bytes of %s" % (got[0][1], got[0][0]))
+PY
         fi
     fi
     # Summary mode: no sockread line per read, the copy's socket reads summed (what "sockets").

@@ -217,6 +217,9 @@ PY
         --require-hw "$TRACE"
     gate "blind copy, --allow-blind" 0 'accepted: .*TLS the trace could not measure allowed' \
         --require-hw --allow-blind "$TRACE"
+    "$A" --openmetrics "$TRACE" >"$d/blind.prom" 2>/dev/null
+    tls_check "analyze-weighting blind copy: --openmetrics counts the trace under tlsmeter_blind_traces_total for the copy" \
+        grep -Eq '^tlsmeter_blind_traces_total\{program="[^"]*",copy="[^"]*hidden/libvendor\.so",what="tls"\} 1$' "$d/blind.prom"
 fi
 
 if vendor plt stripall ""; then
