@@ -12,7 +12,8 @@
 #                                      node exporter with the textfile collector only; sets
 #                                      NODE_PORT, NODE_PID (log DIR/node-exporter.log)
 #   prom_server_start DIR SCRAPE_INTERVAL
-#                                      Prometheus scraping it (job "node"), up once the first
+#                                      Prometheus scraping it (job "node"; rules evaluated at
+#                                      the same interval from PROM_RULES, a file, when set), up once the first
 #                                      scrape has succeeded; sets PROM_PORT, PROM_PID (config
 #                                      DIR/prometheus.yml, data DIR/data, log DIR/prometheus.log)
 #   prom_query EXPR [--time T]         the instant query's samples, JSON lines
@@ -140,6 +141,7 @@ prom_server_start() {
 global:
   scrape_interval: $interval
   evaluation_interval: $interval
+rule_files: [${PROM_RULES:+"$PROM_RULES"}]
 scrape_configs:
   - job_name: $PROM_JOB
     static_configs:

@@ -39,12 +39,20 @@ tls_make_file big.bin $((24 << 20))
 tls_make_file mid.bin $((16 << 20))
 tls_make_file small.bin $((2 << 20))
 head -c $((16 << 20)) /dev/urandom >"$d/upload.bin"
-tls_server_start 1.3 TLS_AES_128_GCM_SHA256 || {
-    fail "$N: no s_server"
-    exit 0
-}
-WWW_PORT=$TLS_PORT
+# One s_server per client: s_server -WWW serves one connection at a time, and a download
+# waiting for another would run in one burst at the end, with no snapshot while it ran.
+declare -A port
+for who in hw table re; do
+    tls_server_start 1.3 TLS_AES_128_GCM_SHA256 || {
+        fail "$N: no s_server"
+        exit 0
+    }
+    port[$who]=$TLS_PORT
+done
 tls_hashserver_start "$d" "$N" || exit 0 # (sets TLS_PORT to its own)
+# The alerting rules docs/fleet.md gives, evaluated every second.
+check "$N: promtool check rules docs/fleet-rules.yml" "$PROM_BIN_DIR/promtool" check rules "$TLSM_TOP/docs/fleet-rules.yml"
+PROM_RULES=$TLSM_TOP/docs/fleet-rules.yml
 if ! prom_node_exporter_start "$d" "$tf" || ! prom_server_start "$d" 1s; then
     fail "$N: $PROM_WHY"
     exit 0
@@ -59,14 +67,13 @@ T0=$(date +%s.%N)
 TLS_ENV=(TLSMETER_EVENTS=summary TLSMETER_INTERVAL=1)
 TLS_KEEP_FORMAT=1 # the traces stay as written: the companion reads them live
 TLS_RUN_TIMEOUT=90
-url=https://127.0.0.1:$WWW_PORT
 (tls_run "$d/hw" "$tr/" curl -sS --limit-rate 6M --cacert "$TLS_CERT" -D "$d/hw.hdr" \
-    -o "$d/hw.body" "$url/big.bin") &
+    -o "$d/hw.body" "https://127.0.0.1:${port[hw]}/big.bin") &
 p_hw=$!
 (
     TLS_ENV+=("OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK")
     tls_run "$d/table" "$tr/" curl -sS --limit-rate 6M --cacert "$TLS_CERT" -D "$d/table.hdr" \
-        -o "$d/table.body" "$url/mid.bin"
+        -o "$d/table.body" "https://127.0.0.1:${port[table]}/mid.bin"
 ) &
 p_table=$!
 (tls_run "$d/up" "$tr/" "$TLSM_PY" "$TLSM_TOOLS/pyupload.py" --port "$PORT" \
@@ -76,16 +83,15 @@ p_up=$!
 # once the companion has counted it and Prometheus has scraped that.
 got_re=0
 for i in 1 2 3 4; do
-    (cd "$tr" && printf '%s\n' *) >"$d/before.$i"
-    tls_run "$d/re$i" "$tr/" "$TLSM_PROGS/mtclient" -p "$WWW_PORT" -c "$TLS_CERT" -t 1 -n 1 \
-        -o "$d/re$i.body" /small.bin
+    tls_run "$d/re$i" "$tr/restart$i.%p.trace" "$TLSM_PROGS/mtclient" -p "${port[re]}" \
+        -c "$TLS_CERT" -t 1 -n 1 -o "$d/re$i.body" /small.bin
     got_re=$((got_re + $(sed -n 's/.*got=\([0-9]*\).*/\1/p' "$d/re$i.out" | head -n 1)))
     [ "$(cat "$d/re$i.rc")" = 0 ] || fail "$N: client run $i exit $(cat "$d/re$i.rc"): $(head -c 200 "$d/re$i.err")"
     if [ "$i" = 1 ]; then
-        first=$( (cd "$tr" && printf '%s\n' *) | grep -vxF -f "$d/before.1" | head -n 1)
+        first=$(cd "$tr" && echo restart1.*.trace)
         sleep 2.5
         prom_wait_scrape_after "$(date +%s.%N)"
-        [ -n "$first" ] && mv "$tr/$first" "$moved/"
+        [ -f "$tr/$first" ] && mv "$tr/$first" "$moved/"
     fi
 done
 wait "$p_hw" "$p_table" "$p_up"
@@ -110,12 +116,23 @@ check "$N: the companion wrote after the programs ended" awk -v u="$(last_update
 check "$N: Prometheus scraped it after that" prom_wait_scrape_after "$(last_update)"
 
 cm=$(basename "$TLSM_PY" | cut -c1-15)
-check "$N: Prometheus = tlsmeter-analyze --json per program, direction and class" \
+check "$N: Prometheus = tlsmeter-analyze --json per program, direction and class; docs/fleet.md's PromQL" \
     "$TLSM_PY" "$TLSM_TOOLS/fleetcheck.py" --port "$PROM_PORT" --analyzer "$A" \
+    --docs "$TLSM_TOP/docs/fleet.md" \
     --expect curl:in:hardware --expect curl:in:table --expect "$cm:out:hardware" \
     --expect mtclient:in:hardware "$tr"/* "$moved"/*
-"$TLSM_PY" "$TLSM_TOOLS/fleetcheck.py" --port "$PROM_PORT" --analyzer "$A" "$tr"/* "$moved"/* \
-    >"$d/fleetcheck.log" 2>&1
+"$TLSM_PY" "$TLSM_TOOLS/fleetcheck.py" --port "$PROM_PORT" --analyzer "$A" \
+    --docs "$TLSM_TOP/docs/fleet.md" "$tr"/* "$moved"/* >"$d/fleetcheck.log" 2>&1
+
+# The alert fires for the program whose copy decrypted in software, and for no other.
+firing='ALERTS{alertname="TLSDecryptingInSoftware",alertstate="firing"}'
+prom_tool wait "count($firing)" --min 1 --timeout 15 >/dev/null 2>&1
+prom_query "$firing" >"$d/alerts.json" 2>&1
+check "$N: TLSDecryptingInSoftware fires for curl's copy only ($(tr '\n' ' ' <"$d/alerts.json" | head -c 300))" \
+    "$TLSM_PY" -c 'import json, sys
+a = [json.loads(l)["labels"] for l in open(sys.argv[1]) if l.startswith("{")]
+assert a and {x["program"] for x in a} == {"curl"}, a
+assert all("libcrypto" in x["copy"] and x["version"] for x in a), a' "$d/alerts.json"
 
 # The programs' own counts (an instrument apart from tlsmeter).
 value() { prom_query "$1" | sed -n 's/.*"value": \([0-9.e+]*\).*/\1/p' | head -n 1; }
@@ -136,7 +153,7 @@ T1=$(date +%s.%N)
 check "$N: no counter decreased across the scrapes" prom_tool monotonic --start "$T0" --end "$T1" \
     --step 1 'tlsmeter_.*_total'
 prom_tool monotonic --start "$T0" --end "$T1" --step 1 'tlsmeter_.*_total' >"$d/monotonic.log" 2>&1
-n=$(tail -n 1 "$d/monotonic.log")
+n="$(tail -n 1 "$d/monotonic.log"), from $T0 to $T1"
 echo "  ($n)"
 # resets() drops the name: one query per counter family.
 v=0

@@ -13,12 +13,16 @@ object) it compares, from Prometheus's HTTP API (/api/v1/query, the latest sampl
   - records per class, against the JSON's cipher rows (each row's class, `impl`);
   - SSL_read/SSL_write calls and the bytes they returned or wrote.
 Equal within the tolerance (relative, default 0.001) and one unit (Prometheus holds float64
-seconds). --expect asks that Prometheus has record bytes of CLASS for PROG and DIR (e.g.
+seconds). With --docs FILE, the PromQL of FILE's blocks marked <!-- promql: NAME --> runs as
+written: software-share-total and software-bytes-total against the --json figures (software
+crypto time over all crypto time per program; software plaintext per host), the rate forms
+must answer. --expect asks that Prometheus has record bytes of CLASS for PROG and DIR (e.g.
 curl:in:table). Prints one line per comparison; exits 1 on any mismatch.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -102,6 +106,41 @@ def check_dir(c, prog, d, j, per_trace):
     c.same(tag + " SSL bytes", j["bytes_read"] if d == "in" else j["bytes_written"], got)
 
 
+def docs_queries(path):
+    text = open(path).read()
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r"<!-- promql: ([\w-]+) -->\n```promql\n(.*?)\n```", text, re.S)}
+
+
+def check_docs(c, path, groups):
+    q = docs_queries(path)
+    for name in ("software-share", "software-share-total", "software-bytes", "software-bytes-total"):
+        if name not in q:
+            raise SystemExit("fleetcheck: %s has no query marked %s" % (path, name))
+    share = {labels.get("program"): v for labels, v in promquery.instant(c.a, q["software-share-total"])}
+    soft_pt = 0
+    for prog, traces in sorted(groups.items()):
+        sw = tot = 0
+        for _, j in traces:
+            for side in (j, j.get("encrypt") or {}):
+                split = side.get("impl_split") or {}
+                sw += (split.get("software") or {}).get("crypto_ns", 0)
+                tot += side.get("crypto_ns", 0)
+            soft_pt += sum(x.get("plaintext_bytes", 0) for x in j.get("copies") or []
+                           if x.get("class") in ("table", "vector"))
+        if tot:
+            c.same("docs software-share-total %s (x 1e6)" % prog, round(sw / tot * 1e6, 3),
+                   share.get(prog, 0), 1e6)
+    pt = [v for _, v in promquery.instant(c.a, q["software-bytes-total"])]
+    c.same("docs software-bytes-total (the host)", soft_pt, sum(pt))
+    for name in ("software-share", "software-bytes"):
+        ss = promquery.instant(c.a, q[name])
+        c.n += 1
+        ok = bool(ss) and all(v == v for _, v in ss)  # answers, no NaN
+        print("%s docs %s answers: %s" % ("ok  " if ok else "BAD ", name, ss))
+        c.bad += not ok
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
@@ -109,6 +148,7 @@ def main():
     p.add_argument("--analyzer", required=True)
     p.add_argument("--tolerance", type=float, default=0.001)
     p.add_argument("--expect", action="append", default=[])
+    p.add_argument("--docs")
     p.add_argument("traces", nargs="+")
     a = p.parse_args()
     a.time = None
@@ -123,6 +163,8 @@ def main():
             check_dir(c, prog, "in", j, per_trace)
         if (j.get("encrypt") or {}).get("records"):
             check_dir(c, prog, "out", j["encrypt"], per_trace)
+    if a.docs:
+        check_docs(c, a.docs, groups)
     for e in a.expect:
         prog, d, cls = e.split(":")
         v = c.prom('sum by (class) (tlsmeter_record_bytes_total{program="%s",dir="%s",'
