@@ -182,29 +182,34 @@ static const char *parse_trace(struct fleet_state *st, char **save)
 static const char *parse_line(struct fleet_state *st, char *line)
 {
     char *save, *kind = strtok_r(line, " ", &save), *v;
+    const char *why;
 
     if (!kind)
         return "an empty line";
-    if (!strcmp(kind, "created"))
-        return (v = strtok_r(NULL, " ", &save)) && sscanf(v, "%lf", &st->created) == 1
-                   ? NULL
-                   : "a created line without a time";
-    if (!strcmp(kind, "program") || !strcmp(kind, "copy")) {
-        bool p = kind[0] == 'p';
-        if (!(v = get_token(strtok_r(NULL, " ", &save))))
-            return "a label value line without its value";
-        return push_value(p ? &st->programs : &st->copies, p ? &st->nprograms : &st->ncopies, v)
-                   ? "out of memory"
-                   : NULL;
-    }
     if (!strcmp(kind, "retired"))
         return parse_series(&st->retired, &save);
-    if (!strcmp(kind, "trace"))
-        return parse_trace(st, &save);
     if (!strcmp(kind, "s"))
         return st->ntraces ? parse_series(&st->traces[st->ntraces - 1].ms, &save)
                            : "a series line before any trace line";
-    return "an unknown line kind";
+    if (!strcmp(kind, "created"))
+        why = (v = strtok_r(NULL, " ", &save)) && sscanf(v, "%lf", &st->created) == 1
+                  ? NULL
+                  : "a created line without a time";
+    else if (!strcmp(kind, "program") || !strcmp(kind, "copy")) {
+        bool p = kind[0] == 'p';
+        if (!(v = get_token(strtok_r(NULL, " ", &save))))
+            why = "a label value line without its value";
+        else
+            why = push_value(p ? &st->programs : &st->copies, p ? &st->nprograms : &st->ncopies, v)
+                      ? "out of memory"
+                      : NULL;
+    } else if (!strcmp(kind, "trace"))
+        why = parse_trace(st, &save);
+    else
+        return "an unknown line kind";
+    if (!why && strtok_r(NULL, " ", &save))
+        why = "more fields than such a line has";
+    return why;
 }
 
 int fleet_state__load(struct fleet_state *st, const char *path, double now)
