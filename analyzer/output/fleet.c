@@ -193,7 +193,11 @@ static void live_drop(struct run *r, struct live *l)
  * is not what was read). */
 static enum read_status feed(struct model *m, struct reader_resume *rs, const char *path, FILE *w)
 {
-    enum read_status st = reader__resume(m, path, rs, w);
+    enum read_status st;
+
+    if (!rs->started && m->ntraces) /* format 1 (or a failed read) is read whole each time */
+        live_reset(m, rs, m->out);
+    st = reader__resume(m, path, rs, w);
 
     if (rs->restart) {
         live_reset(m, rs, m->out);

@@ -4,7 +4,8 @@
 # Programs traced in summary mode (1 s snapshots) into one directory while
 # `tlsmeter-analyze --openmetrics --textfile DIR --every 1` keeps DIR/tlsmeter.prom:
 #   - curl downloading 24 MiB on hardware AES (rate-limited: snapshots while Prometheus scrapes);
-#   - curl downloading 16 MiB held to table AES (scripts/tlsmeter-mask.sh's mask);
+#   - curl downloading 16 MiB held to table AES (scripts/tlsmeter-mask.sh's mask), its trace
+#     in JSON Lines (the companion reads the two formats live);
 #   - Python uploading 16 MiB (the encrypting side);
 #   - our C client started four times in a row, the first run's trace moved out of the
 #     directory once counted (a cleanup: its counts must stay).
@@ -71,7 +72,8 @@ TLS_RUN_TIMEOUT=90
     -o "$d/hw.body" "https://127.0.0.1:${port[hw]}/big.bin") &
 p_hw=$!
 (
-    TLS_ENV+=("OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK")
+    # Its trace in JSON Lines (format 1): read whole at every update, the other format.
+    TLS_ENV+=("OPENSSL_ia32cap=$TLSM_IA32_SOFT_MASK" TLSMETER_FORMAT=jsonl)
     tls_run "$d/table" "$tr/" curl -sS --limit-rate 6M --cacert "$TLS_CERT" -D "$d/table.hdr" \
         -o "$d/table.body" "https://127.0.0.1:${port[table]}/mid.bin"
 ) &
