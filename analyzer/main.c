@@ -58,6 +58,8 @@ static const char usage_text[] =
     "                     node_exporter, counters kept monotonic across processes in a\n"
     "                     state file (--state FILE, default DIR/.tlsmeter-metrics.state)\n"
     "      --every SECONDS  with --textfile: update every SECONDS until stopped\n"
+    "      --prune SECONDS  with --textfile: delete traces that ended SECONDS ago or more,\n"
+    "                     once counted (their counts stay)\n"
     "      --max-programs N, --max-copies N  label values kept (64, 32); more: \"(other)\"\n"
     "  -P, --perfetto FILE  also write the timeline as a Perfetto protobuf trace\n"
     "                     (ui.perfetto.dev; streams, for traces too large for --chrome)\n"
@@ -110,15 +112,16 @@ static const struct option long_opts[] = {
     {"every", required_argument, NULL, 'E'},
     {"max-programs", required_argument, NULL, 'M'},
     {"max-copies", required_argument, NULL, 'N'},
+    {"prune", required_argument, NULL, 'W'},
     {NULL, 0, NULL, 0},
 };
 
 static bool takes_value(const char *a)
 {
     static const char *const with_value[] = {
-        "-o",         "--output",  "-F",      "--flamegraph",   "-w",          "--weight",
-        "-s",         "--sysroot", "-P",      "--perfetto",     "-d",          "--direction",
-        "--textfile", "--state",   "--every", "--max-programs", "--max-copies"};
+        "-o",         "--output",  "-F",      "--flamegraph",   "-w",           "--weight",
+        "-s",         "--sysroot", "-P",      "--perfetto",     "-d",           "--direction",
+        "--textfile", "--state",   "--every", "--max-programs", "--max-copies", "--prune"};
     size_t i;
 
     for (i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
@@ -209,6 +212,7 @@ static int parse_opt(struct env *env, int c)
     case 'E':
     case 'M':
     case 'N':
+    case 'W':
         return fleet__opt(&env->fleet, c, optarg);
     case 'C':
         env->compare = true;

@@ -63,6 +63,9 @@ int fleet__opt(struct fleet_opts *o, int c, const char *arg)
     case 'E':
         rc = positive("--every", arg, 86400, &o->every);
         break;
+    case 'W':
+        rc = positive("--prune", arg, 1e9, &o->prune);
+        break;
     case 'M':
     case 'N':
         if (!(rc = positive(c == 'M' ? "--max-programs" : "--max-copies", arg, 100000, &v)))
@@ -76,11 +79,12 @@ int fleet__usage(const struct fleet_opts *f, bool metrics, bool other_outputs)
 {
     const char *why = NULL;
 
-    if (!metrics && (f->textfile || f->state || f->every || f->max_programs || f->max_copies))
-        why = "--textfile, --state, --every, --max-programs and --max-copies go with "
+    if (!metrics &&
+        (f->textfile || f->state || f->every || f->prune || f->max_programs || f->max_copies))
+        why = "--textfile, --state, --every, --prune, --max-programs and --max-copies go with "
               "--openmetrics";
-    else if (metrics && !f->textfile && (f->state || f->every))
-        why = "--state and --every go with --textfile DIR";
+    else if (metrics && !f->textfile && (f->state || f->every || f->prune))
+        why = "--state, --every and --prune go with --textfile DIR";
     else if (metrics && other_outputs)
         why = "--openmetrics writes counters only: no --compare, --flamegraph, --perfetto or "
               "--require-hw beside it";
@@ -252,6 +256,10 @@ static void fleet_file(struct run *r, const char *path, const struct stat *sb)
     bool ended;
 
     if (t && t->ended && t->size == (uint64_t)sb->st_size && t->mtime_ns == mt) {
+        /* --prune: counted whole, unchanged for long enough: the file goes, its counts are
+         * retired at the end of this update (unlink takes the name, never a symlink's target) */
+        if (r->o->prune > 0 && r->info.now - (double)mt / 1e9 >= r->o->prune && !unlink(path))
+            return;
         t->seen = true;
         r->info.ended++;
         return;

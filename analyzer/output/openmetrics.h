@@ -24,10 +24,11 @@ struct fleet_opts {
     const char *textfile; /* DIR: write DIR/tlsmeter.prom atomically and keep counters */
     const char *state;    /* the counters' state file (default DIR/.tlsmeter-metrics.state) */
     double every;         /* seconds between updates; 0: once */
+    double prune;         /* delete ended traces unchanged this long, once counted; 0: never */
     int max_programs, max_copies;
 };
 /* A fleet option of main's getopt loop (c: 'T' --textfile, 'S' --state, 'E' --every,
- * 'M' --max-programs, 'N' --max-copies); 0, or -2 after a usage error said. */
+ * 'M' --max-programs, 'N' --max-copies, 'W' --prune); 0, or -2 after a usage error said. */
 int fleet__opt(struct fleet_opts *o, int c, const char *arg);
 /* Whether the options go together (metrics: --openmetrics given; other_outputs: --compare,
  * --flamegraph, --perfetto or --require-hw given); 0, or -2 after saying why. */

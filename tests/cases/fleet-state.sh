@@ -8,6 +8,8 @@
 #   - a file in the directory that is no trace: counted unreadable, named once on stderr, the
 #     others counted;
 #   - a symlink planted at DIR/tlsmeter.prom is replaced, its target untouched;
+#   - --prune 3600: traces that ended over an hour ago are deleted once counted, their counts
+#     kept; a recent one stays;
 #   - refusals: a damaged state file (exit 4, naming file:line, the state left as it was), a
 #     second companion on the same state (exit 1), --every without --textfile and --textfile
 #     without --openmetrics (exit 2, one line each).
@@ -95,6 +97,17 @@ om
 check "$N: a symlink at tlsmeter.prom replaced, not followed" \
     test ! -L "$tf/tlsmeter.prom" -a "$(cat "$d/victim")" = keep -a -s "$tf/tlsmeter.prom"
 
+# --prune: the old ended traces go, their counts stay; the recent one stays.
+cp "$py" "$tr/"
+touch -d '2 hours ago' "$tr/$(basename "$mt1")"
+om
+want=$(grep '_total{' "$tf/tlsmeter.prom" | sort)
+"$A" --openmetrics --textfile "$tf" --max-programs 2 --prune 3600 "$tr" 2>>"$d/om.err"
+"$A" --openmetrics --textfile "$tf" --max-programs 2 --prune 3600 "$tr" 2>>"$d/om.err"
+check "$N: --prune 3600: the trace that ended 2 hours ago deleted, the others kept" \
+    test ! -e "$tr/$(basename "$mt1")" -a -e "$tr/$(basename "$py")" -a -e "$tr/$(basename "$sc")"
+check "$N: --prune: every counter as before" test "$(grep '_total{' "$tf/tlsmeter.prom" | sort)" = "$want"
+
 # Refusals.
 st=$tf/.tlsmeter-metrics.state
 cp "$st" "$d/state.good"
@@ -118,7 +131,7 @@ rc=$?
 check "$N: a second companion on the same state: exit 1 ($rc; $(head -c 200 "$d/second.err"))" \
     test "$rc" = 1 -a "$(grep -c 'another tlsmeter-analyze --openmetrics uses it' "$d/second.err")" = 1
 tls_stop_pid "$first"
-for args in "--openmetrics --every 5" "--textfile $tf"; do
+for args in "--openmetrics --every 5" "--openmetrics --prune 60" "--textfile $tf"; do
     # shellcheck disable=SC2086 # the options are words
     "$A" $args "$tr" >/dev/null 2>"$d/usage.err"
     rc=$?
