@@ -487,8 +487,8 @@ int fleet__run(const struct fleet_opts *o, char **paths, int n, FILE *out, FILE 
         rc = run_fleet(&r, paths, n);
     } else {
         update(&r, paths, n, NULL);
-        rc = r.rc;
-        if (openmetrics__write(out, &r.desk, &r.info))
+        rc = r.rc; /* an input that could not be read: nothing written, as for --json */
+        if (!rc && openmetrics__write(out, &r.desk, &r.info))
             rc = 1;
         mset__free(&r.desk);
     }
