@@ -37,8 +37,8 @@ const struct metric_fam_def metric_fams[MF_N] = {
                       {"program", "dir"},
                       false},
     [MF_HANDSHAKES] = {"tlsmeter_handshakes_total",
-                       "TLS handshakes by role and kind (full, resumed, unknown).",
-                       {"program", "role", "kind"},
+                       "TLS handshakes by role, kind (full, resumed, unknown) and suite.",
+                       {"program", "role", "kind", "suite"},
                        false},
     [MF_HANDSHAKE_SECONDS] = {"tlsmeter_handshake_seconds_total",
                               "On-CPU time inside TLS handshakes.",
@@ -253,10 +253,12 @@ static int add_handshakes(struct mset *ms, const struct model *m, const char *pr
             continue;
         if (!role || !*role)
             role = "unknown";
+        const char *suite = model__name(m, c->suite);
         const char *v[] = {prog, role,
                            h->resumed == 1   ? "resumed"
                            : h->resumed == 0 ? "full"
-                                             : "unknown"};
+                                             : "unknown",
+                           suite && *suite ? suite : "unknown"};
         rc |= mset__add(ms, MF_HANDSHAKES, v, 1);
         rc |= mset__add(ms, MF_HANDSHAKE_SECONDS, v, h->ns > 0 ? (uint64_t)h->ns : 0);
         for (int p = 0; p < HP_N; p++) {

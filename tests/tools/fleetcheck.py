@@ -163,6 +163,14 @@ def main():
             check_dir(c, prog, "in", j, per_trace)
         if (j.get("encrypt") or {}).get("records"):
             check_dir(c, prog, "out", j["encrypt"], per_trace)
+        hs = j.get("handshake") or {}
+        sel = 'program="%s"' % prog
+        c.same(prog + " handshakes", hs.get("connections", 0),
+               c.prom("sum(tlsmeter_handshakes_total{%s})" % sel).get("", 0))
+        c.same(prog + " full handshakes", hs.get("full", 0),
+               c.prom('sum(tlsmeter_handshakes_total{%s,kind="full"})' % sel).get("", 0))
+        c.same(prog + " handshake ns", hs.get("ns", 0),
+               c.prom("sum(tlsmeter_handshake_seconds_total{%s})" % sel).get("", 0), 1e9)
     if a.docs:
         check_docs(c, a.docs, groups)
     for e in a.expect:
