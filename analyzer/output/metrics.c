@@ -152,10 +152,53 @@ void mset__merge(struct mset *ms)
     ms->n = w;
 }
 
+/* The label "class" of a family, or -1. */
+static int class_label(int fam)
+{
+    for (int k = 0; k < METRIC_LABELS && metric_fams[fam].labels[k]; k++)
+        if (!strcmp(metric_fams[fam].labels[k], "class"))
+            return k;
+    return -1;
+}
+
+/* The series of now (the first n) that is s but for its class, or NULL. */
+static struct series *sibling(struct series *now, size_t n, const struct series *s, int ck)
+{
+    for (size_t i = 0; i < n; i++) {
+        int k = 0;
+
+        if (now[i].fam != s->fam)
+            continue;
+        while (k < METRIC_LABELS && s->val[k] && (k == ck || !strcmp(now[i].val[k], s->val[k])))
+            k++;
+        if (k == METRIC_LABELS || !s->val[k])
+            return &now[i];
+    }
+    return NULL;
+}
+
 int mset__max_with(struct mset *now, const struct mset *before)
 {
     size_t n0 = now->n;
 
+    /* A bucket whose class changed between two readings (a copy of an unverified version is
+     * "unknown" until its speed band has enough bulk records): what was counted under the
+     * old class stays there, and the new class counts the rest, so the total is the
+     * trace's and no series goes back. */
+    for (size_t j = 0; j < before->n; j++) {
+        const struct series *b = &before->s[j];
+        int ck = class_label(b->fam);
+        struct series *sib;
+
+        if (ck < 0 || (n0 && bsearch(b, now->s, n0, sizeof(*b), series_cmp)) ||
+            !(sib = sibling(now->s, n0, b, ck)))
+            continue;
+        sib->v = sib->v > b->v ? sib->v - b->v : 0;
+        if (mset__add(now, b->fam, (const char *const *)b->val, b->v))
+            return -1;
+    }
+    mset__merge(now);
+    n0 = now->n;
     for (size_t j = 0; j < before->n; j++) {
         const struct series *b = &before->s[j];
         struct series *a = n0 ? bsearch(b, now->s, n0, sizeof(*b), series_cmp) : NULL;

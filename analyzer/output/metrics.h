@@ -59,7 +59,9 @@ int mset__add(struct mset *ms, int fam, const char *const *val, uint64_t v);
 /* Sorts by family then label values and sums the series that are equal. */
 void mset__merge(struct mset *ms);
 /* Each series of `now` at least as large as the same series of `before` (both merged): what a
- * process's trace counted stays counted if a later reading of it gives less. */
+ * process's trace counted stays counted if a later reading of it gives less. A series of
+ * `before` whose bucket now reads under another class keeps its value, and the new class's
+ * series counts the rest of the bucket. */
 int mset__max_with(struct mset *now, const struct mset *before);
 /* dst += src, one series at a time (merge dst after). */
 int mset__add_all(struct mset *dst, const struct mset *src);

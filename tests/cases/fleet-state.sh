@@ -10,6 +10,10 @@
 #   - a symlink planted at DIR/tlsmeter.prom is replaced, its target untouched;
 #   - --prune 3600: traces that ended over an hour ago are deleted once counted, their counts
 #     kept; a recent one stays;
+#   - a bucket read under another class than at the last update (as when an unverified
+#     version's class waits for its speed band): the old class keeps what it counted, the
+#     new one counts the rest, the sum is the trace's (the earlier reading is written into the
+#     state: its "hardware" records of one trace renamed "unknown", 50 of them);
 #   - refusals: a damaged state file (exit 4, naming file:line, the state left as it was), a
 #     second companion on the same state (exit 1), --every without --textfile and --textfile
 #     without --openmetrics (exit 2, one line each).
@@ -108,8 +112,30 @@ check "$N: --prune 3600: the trace that ended 2 hours ago deleted, the others ke
     test ! -e "$tr/$(basename "$mt1")" -a -e "$tr/$(basename "$py")" -a -e "$tr/$(basename "$sc")"
 check "$N: --prune: every counter as before" test "$(grep '_total{' "$tf/tlsmeter.prom" | sort)" = "$want"
 
-# Refusals.
+# A class that changed between two readings of a trace.
 st=$tf/.tlsmeter-metrics.state
+rec_sum() { grep "^tlsmeter_records_total{program=\"$pyc\",dir=\"in\"" "$tf/tlsmeter.prom" | awk '{ n += $2 } END { print n + 0 }'; }
+total=$(rec_sum)
+"$TLSM_PY" - "$st" "$tr/$(basename "$py")" <<'PY'
+import os, sys
+st, path = sys.argv[1], sys.argv[2]
+out, trace = [], False
+for line in open(st):
+    f = line.rstrip("\n").split(" ")
+    if f[0] == "trace":
+        trace = f[-1][1:] == path
+        if trace:
+            f[3] = "0"  # its mtime: read it again
+    if trace and f[:2] == ["s", "tlsmeter_records_total"] and f[4] == "=in":
+        f[2], f[7] = "50", "=unknown"
+    out.append(" ".join(f) + "\n")
+open(st, "w").writelines(out)
+PY
+om
+check "$N: a class changed between readings: unknown keeps 50, hardware the rest, the sum $total" \
+    test "$(val tlsmeter_records_total "program=\"$pyc\",dir=\"in\",cipher=\"AES-128-GCM\",path=\"native\",class=\"unknown\",copy=\"$(sed -n 's/.*copy="\([^"]*\)".*/\1/p' "$tf/tlsmeter.prom" | head -n 1)\",version=\"$(sed -n 's/.*version="\([^"]*\)".*/\1/p' "$tf/tlsmeter.prom" | head -n 1)\"") $(rec_sum)" = "50 $total"
+
+# Refusals.
 cp "$st" "$d/state.good"
 sed -i '3s/.*/program =a b c/' "$st"
 cp "$st" "$d/state.bad"
