@@ -26,7 +26,6 @@
 
 #define MAX_PROGRAMS_DEFAULT 64
 #define MAX_COPIES_DEFAULT   32
-#define WARNED_MAX           256
 
 static volatile sig_atomic_t stop;
 
@@ -68,7 +67,13 @@ int fleet__opt(struct fleet_opts *o, int c, const char *arg)
         break;
     case 'M':
     case 'N':
-        if (!(rc = positive(c == 'M' ? "--max-programs" : "--max-copies", arg, 100000, &v)))
+        if (!(rc = positive(c == 'M' ? "--max-programs" : "--max-copies", arg, 100000, &v)) &&
+            v != (int)v) {
+            fprintf(stderr, "tlsmeter-analyze: %s %s: a whole number\n",
+                    c == 'M' ? "--max-programs" : "--max-copies", arg);
+            rc = -2;
+        }
+        if (!rc)
             *(c == 'M' ? &o->max_programs : &o->max_copies) = (int)v;
         break;
     }
@@ -110,8 +115,13 @@ struct run {
     struct om_info info;
     struct live **lives; /* --every: the models of live traces (fleet.c, "struct live") */
     size_t nlives, cap_lives;
-    char *warned[WARNED_MAX]; /* unreadable files already named (once each) */
-    int nwarned;
+    /* Files already given the reader's warnings (once each while they stay), and whether
+     * this update read them: one no update read is forgotten. */
+    struct warned {
+        char *path;
+        bool seen;
+    } * warned;
+    size_t nwarned, cap_warned;
     FILE *warn;
     int rc;
 };
@@ -124,14 +134,41 @@ static bool trace_name_ok(const char *n)
 
 static FILE *warn_once(struct run *r, const char *path)
 {
+    char *p;
+
     if (!r->warn)
         return NULL;
-    for (int i = 0; i < r->nwarned; i++)
-        if (!strcmp(r->warned[i], path))
+    for (size_t i = 0; i < r->nwarned; i++)
+        if (!strcmp(r->warned[i].path, path)) {
+            r->warned[i].seen = true;
             return NULL;
-    if (r->nwarned < WARNED_MAX)
-        r->warned[r->nwarned++] = strdup(path);
+        }
+    if (r->nwarned == r->cap_warned) {
+        size_t cap = r->cap_warned ? r->cap_warned * 2 : 64;
+        struct warned *w = realloc(r->warned, cap * sizeof(*w));
+
+        if (!w)
+            return NULL; /* quiet rather than said twice */
+        r->warned = w, r->cap_warned = cap;
+    }
+    if (!(p = strdup(path)))
+        return NULL;
+    r->warned[r->nwarned++] = (struct warned){p, true};
     return r->warn;
+}
+
+/* The files this update did not read leave the warned list (kept as long as the directory). */
+static void warned_forget(struct run *r)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < r->nwarned; i++) {
+        if (r->warned[i].seen)
+            r->warned[i].seen = false, r->warned[w++] = r->warned[i];
+        else
+            free(r->warned[i].path);
+    }
+    r->nwarned = w;
 }
 
 /* A live trace's models, kept between the updates of --every: each update feeds them only
@@ -186,10 +223,10 @@ static void live_drop(struct run *r, struct live *l)
             r->lives[i] = r->lives[--r->nlives];
             break;
         }
-    live_reset(&l->in, &l->rin, false);
-    live_reset(&l->out, &l->rout, true);
     model__free(&l->in);
     model__free(&l->out);
+    reader_resume__free(&l->rin);
+    reader_resume__free(&l->rout);
     free(l);
 }
 
@@ -389,6 +426,7 @@ static int update(struct run *r, char **paths, int n, const char *state)
     for (size_t i = r->nlives; i-- > 0;)
         if (!r->lives[i]->seen) /* its file went */
             live_drop(r, r->lives[i]);
+    warned_forget(r);
     if (!r->fleet) {
         mset__merge(&r->desk);
         return 0;
@@ -492,7 +530,8 @@ int fleet__run(const struct fleet_opts *o, char **paths, int n, FILE *out, FILE 
             rc = 1;
         mset__free(&r.desk);
     }
-    for (int i = 0; i < r.nwarned; i++)
-        free(r.warned[i]);
+    for (size_t i = 0; i < r.nwarned; i++)
+        free(r.warned[i].path);
+    free(r.warned);
     return rc;
 }
