@@ -148,8 +148,10 @@ cp "$d/state.good" "$st"
 "$A" --openmetrics --textfile "$tf" --every 60 "$tr" 2>"$d/first.err" &
 first=$!
 TLS_PIDS+=("$first")
-for _ in $(seq 50); do
-    [ "$st" -nt "$d/state.good" ] && break
+# Until the first holds the state's lock (a slow start, as under the sanitizers, must not let
+# the second one in first).
+for _ in $(seq 100); do
+    [ -e "$st.lock" ] && ! flock -n "$st.lock" true && break
     sleep 0.1
 done
 "$A" --openmetrics --textfile "$tf" "$tr" >/dev/null 2>"$d/second.err"
